@@ -1,1 +1,5 @@
 //! namedtensor
+
+pub mod named;
+
+pub use named::{Dim, Dims, Shape};

@@ -1,0 +1,102 @@
+//! Dimension names checked by the compiler.
+//!
+//! A tensor's dimensions are types declared with [`dims!`](crate::dims), and its shape
+//! is a tuple of them, `(Batch, Channels, Rows, Cols)`. Every named operation is a trait
+//! on the shape that does two things at compile time:
+//!
+//! 1. it checks the operation (the dimension exists, the target is a permutation, the
+//!    contracted dims line up, …) and, if not, fails with a message in the user's terms:
+//!    ``dimension `Channels` is not in tensor of dims `(Batch, Rows, Cols)` ``;
+//! 2. it computes the result's dims as a type, and the axis positions the positional
+//!    operation needs as associated constants.
+//!
+//! ```
+//! use namedtensor::named::{names, Contract, PermuteTo, ReduceOver};
+//! namedtensor::dims! { Batch, Channels, Rows, Cols }
+//! type Image = (Batch, Channels, Rows, Cols);
+//!
+//! // `img.sum(Channels)`: reduce over axis 1, giving (Batch, Rows, Cols).
+//! assert_eq!(<Image as ReduceOver<Channels>>::AXES, [1]);
+//! assert_eq!(names::<<Image as ReduceOver<Channels>>::Out>(), ["Batch", "Rows", "Cols"]);
+//!
+//! // `img.permute::<(Batch, Rows, Cols, Channels)>()`: NCHW to NHWC.
+//! assert_eq!(<Image as PermuteTo<(Batch, Rows, Cols, Channels)>>::PERM, [0, 2, 3, 1]);
+//!
+//! // `img.dot(Cols, &img)`: Gram matrix per batch and channel... of rows with rows.
+//! type Gram = <Image as Contract<Cols, Image>>::Out;
+//! assert_eq!(names::<Gram>(), ["Batch", "Channels", "Rows"]);
+//! ```
+//!
+//! # Conventions
+//!
+//! - Axis positions are `isize`, as in the positional API, and index the *full* tensor:
+//!   private (masked) dims first, then visible dims. See [`axes`](self::Axes).
+//! - Every operation trait takes the tensor's private dims as a parameter defaulting to
+//!   `()`, and binary operations take both operands' (see [`MaskTo`]).
+//! - Generic code states the operation it needs as a bound on the whole shape,
+//!   `where S: ReduceOver<Seq>`, and works for any shape that has `Seq`.
+//!
+//! # How it works
+//!
+//! Each dimension type carries a 64-bit id as sixteen hexadecimal digit types
+//! ([`id`]), which makes type equality decidable ([`DimEq`]). Inside, shapes are
+//! frunk HLists, and the algebra on them ([`list`]) is total: it always yields a
+//! type. Rules are enforced only by the small traits of [`assert`], whose
+//! `#[diagnostic::on_unimplemented]` messages are the errors users see. Axis positions
+//! are then computed by `const fn`s from the shapes' ids.
+//!
+//! # Compile time
+//!
+//! Each operation trait forwards to a hidden helper implemented for the type a method
+//! call infers last: the other operand's dims, or the dimension argument. The trait
+//! solver never selects an impl for a type it has not inferred yet, so `a.dot(Hidden,
+//! &b)` is checked once `b`'s dims are known instead of being expanded symbolically
+//! first, which made such calls several times slower to compile. For the same reason
+//! the list algebra's impls dispatch only on a list's outermost constructor: a partially
+//! inferred list never sends the solver into unbounded recursion.
+//! `benches/compile-time` measures a crate of 300 operations.
+
+pub mod assert;
+mod axes;
+mod dim;
+pub mod id;
+pub mod list;
+pub mod logic;
+mod shape;
+
+mod align;
+mod broadcast;
+mod contract;
+mod mask;
+mod reduce;
+mod rename;
+mod reshape;
+
+pub use align::{AlignTo, PermuteTo};
+pub use assert::Pass;
+pub use axes::{Alignment, Axes, MAX_AXES};
+pub use broadcast::{Broadcast, BroadcastPositional, SameDims};
+pub use contract::{Contract, Contraction, MatMul};
+pub use dim::{Dim, DimEq, Dims, NoDim};
+pub use mask::{MaskTo, Unmask};
+pub use reduce::{axis_of, HasDim, ReduceOver, RemoveDim};
+pub use rename::Rename;
+pub use reshape::{MergeDims, ReplaceDim, Stack};
+pub use shape::{names, rank, RankTooLarge, Shape, ToTuple, Tuple, MAX_RANK};
+
+#[doc(hidden)]
+pub use namedtensor_macros::__dims;
+
+// The helpers the operation traits forward to (see "Compile time" above). Public because
+// they appear in the operations' bounds; re-exported here so that compiler notes name
+// them briefly.
+#[doc(hidden)]
+pub use {
+    align::{AlignToTarget, PermuteToTarget},
+    broadcast::{BroadcastPositionalRhs, BroadcastRhs, SameDimsRhs},
+    contract::{ContractRhs, MatMulRhs},
+    mask::MaskToArg,
+    reduce::{HasDimArg, ReduceOverArg, RemoveDimArg},
+    rename::RenameArg,
+    reshape::{MergeDimsArg, ReplaceDimArg, StackArg},
+};
