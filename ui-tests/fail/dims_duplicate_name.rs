@@ -1,0 +1,3 @@
+namedtensor::dims! { Batch, Rows, Batch }
+
+fn main() {}
