@@ -1,0 +1,5 @@
+//! CPU kernels over strided slices.
+
+mod copy;
+
+pub(crate) use copy::{copy_strided, fill_strided, gather_to_vec, map_to_vec};
