@@ -32,6 +32,9 @@ pub mod layout;
 pub mod storage;
 mod tensor;
 
+pub use backend::cpu::parallel::{
+    num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
+};
 pub use device::Device;
 pub use dtype::{DType, Element, Float};
 pub use error::{Error, ErrorKind, Result};

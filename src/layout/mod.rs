@@ -20,8 +20,8 @@ mod view;
 
 pub use blocks::{for_each_block, Block, Coalesced};
 pub use broadcast::broadcast_shapes;
-pub use view::infer_shape;
 pub use index::{normalize_dim, normalize_index};
+pub use view::infer_shape;
 
 use crate::error::{Error, Result};
 
