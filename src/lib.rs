@@ -42,3 +42,8 @@ pub use layout::Layout;
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};
+
+/// The README's example, compiled and run as a doctest so the README stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;

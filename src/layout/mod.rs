@@ -18,7 +18,7 @@ mod broadcast;
 mod index;
 mod view;
 
-pub use blocks::{for_each_block, Block, Coalesced};
+pub use blocks::{Block, Coalesced, for_each_block};
 pub use broadcast::broadcast_shapes;
 pub use index::{normalize_dim, normalize_index};
 pub use view::infer_shape;
@@ -234,7 +234,7 @@ impl Layout {
             .strides
             .iter()
             .zip(&self.sizes)
-            .filter(|(_, &size)| size > 1)
+            .filter(|&(_, &size)| size > 1)
             .map(|(&stride, &size)| (stride, size))
             .collect();
         dims.sort_unstable();

@@ -1,6 +1,6 @@
 //! View operations: each maps a layout to a new layout over the same storage elements.
 
-use super::{checked_numel, contiguous_strides, normalize_dim, normalize_index, Layout};
+use super::{Layout, checked_numel, contiguous_strides, normalize_dim, normalize_index};
 use crate::error::{Error, ErrorKind, Result};
 
 impl Layout {
@@ -222,7 +222,7 @@ impl Layout {
             .sizes
             .iter()
             .zip(&self.strides)
-            .filter(|(&s, _)| s != 1)
+            .filter(|&(&s, _)| s != 1)
             .map(|(&s, &t)| (s, t))
             .unzip();
         Layout::from_parts_unchecked(sizes, strides, self.offset)

@@ -1,6 +1,6 @@
 //! Element type conversion.
 
-use super::{or_panic, DynTensor};
+use super::{DynTensor, or_panic};
 use crate::dtype::Element;
 
 impl<E: Element> DynTensor<E> {

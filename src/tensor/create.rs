@@ -1,6 +1,6 @@
 //! Creation: constants, ranges, identity matrices and tensors from data.
 
-use super::{or_panic, DynTensor};
+use super::{DynTensor, or_panic};
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::checked_numel;
@@ -156,7 +156,9 @@ impl<E: Element> DynTensor<E> {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "arange",
-                format!("step must be finite and non-zero, and bounds finite (start {start}, end {end}, step {step})"),
+                format!(
+                    "step must be finite and non-zero, and bounds finite (start {start}, end {end}, step {step})"
+                ),
             ));
         }
         if (e - s) * st < 0.0 {

@@ -1,6 +1,6 @@
 //! NumPy/PyTorch basic indexing: `t.i((1.., 0))`, `t.i((.., NewAxis, Idx::step(.., 2)))`.
 
-use super::{or_panic, DynTensor};
+use super::{DynTensor, or_panic};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};

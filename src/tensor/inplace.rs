@@ -5,7 +5,7 @@
 //! every other view of the same storage. A view in which two indices reach one element
 //! (stride 0 after `expand`) cannot be written to.
 
-use super::{or_panic, DynTensor};
+use super::{DynTensor, or_panic};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::with_write_read;

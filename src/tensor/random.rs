@@ -2,7 +2,7 @@
 //! the generator is ChaCha8 (`rand_chacha`), whose output is specified bit for bit, and the
 //! samplers are `rand_distr`'s.
 
-use super::{or_panic, DynTensor};
+use super::{DynTensor, or_panic};
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use rand::{Rng, SeedableRng};
@@ -61,7 +61,7 @@ impl<E: Float> DynTensor<E> {
     pub fn try_normal(shape: &[usize], mean: f64, std: f64, seed: u64) -> Result<Self> {
         let dist = Normal::new(mean, std)
             .ok()
-            .filter(|_| std.is_finite() && mean.is_finite())
+            .filter(|_| std.is_finite() && std >= 0.0 && mean.is_finite())
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::InvalidArgument,

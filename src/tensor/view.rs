@@ -1,6 +1,6 @@
 //! View operations: new tensors over the same storage, no element copied.
 
-use super::{check_fits, or_panic, DynTensor};
+use super::{DynTensor, check_fits, or_panic};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;

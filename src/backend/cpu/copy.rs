@@ -2,7 +2,7 @@
 //! fill a strided view.
 
 use super::parallel::for_each_row_chunk;
-use crate::layout::{contiguous_strides, Coalesced, Layout};
+use crate::layout::{Coalesced, Layout, contiguous_strides};
 
 /// The elements of `layout` over `src`, in row-major order of the layout's shape.
 pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> Vec<E> {
