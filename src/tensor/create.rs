@@ -231,7 +231,7 @@ impl<E: Float> DynTensor<E> {
         // Fill the first half from `start` and the second from `end`, so both ends are exact.
         let data = (0..steps)
             .map(|i| {
-                let v = if i < steps / 2 {
+                let v = if steps == 1 || i < steps / 2 {
                     start + step * i as f64
                 } else {
                     end - step * (steps - 1 - i) as f64
