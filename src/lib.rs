@@ -1,5 +1,51 @@
-//! namedtensor
+//! # namedtensor
+//!
+//! Strided tensors in the PyTorch model — a tensor is a view of a shared one-dimensional
+//! storage through sizes, strides and an offset — with dimension names that the compiler
+//! checks.
+//!
+//! The crate is layered; each layer only uses the ones below it:
+//!
+//! | layer | module | what it is |
+//! |---|---|---|
+//! | positional tensor | [`DynTensor`] | PyTorch's positional API with a run-time rank |
+//! | storage | [`storage`] | the shared buffer and its aliasing rules |
+//! | layout | [`layout`] | pure index math: views, broadcasting, strided traversal |
+//! | kernels | `backend` | loops over raw slices, per device |
+//!
+//! ```
+//! use namedtensor::DynTensor;
+//! let points = namedtensor::tensor!([[4., 1.], [5., 3.], [2., 1.]]);
+//! let second = points.i(1);               // a view: no copy
+//! second.set(&[0], 10.0);                 // visible through `points`
+//! assert_eq!(points.get(&[1, 0]), 10.0);
+//! assert_eq!(points.t().stride(), &[1, 2]);
+//! ```
 
+#![warn(missing_docs)]
+
+mod backend;
+mod device;
+pub mod dtype;
+mod error;
+pub mod layout;
 pub mod named;
+pub mod storage;
+mod tensor;
 
+pub use backend::cpu::parallel::{
+    num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
+};
+pub use device::Device;
+pub use dtype::{DType, Element, Float};
+pub use error::{Error, ErrorKind, Result};
+pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
+pub use storage::Storage;
+pub use tensor::index_spec::IndexSpec;
+pub use tensor::{DynTensor, Idx, NestedData, NewAxis};
+
+/// The README's example, compiled and run as a doctest so the README stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;

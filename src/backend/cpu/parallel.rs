@@ -1,0 +1,138 @@
+//! The CPU thread pool and the rule for when work is split across it.
+//!
+//! Kernels run on a pool owned by the library (not rayon's global pool), sized by
+//! [`set_num_threads`] (default: the number of logical CPUs, or `NAMEDTENSOR_NUM_THREADS`).
+//! Work smaller than [`parallel_threshold`] elements stays on the calling thread, where the
+//! cost of waking workers would exceed the gain.
+
+use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+
+static POOL: OnceLock<RwLock<Arc<rayon::ThreadPool>>> = OnceLock::new();
+static THRESHOLD: AtomicUsize = AtomicUsize::new(1 << 15);
+
+fn build_pool(threads: usize) -> Arc<rayon::ThreadPool> {
+    Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("namedtensor-{i}"))
+            .build()
+            .expect("the operating system refused to start worker threads"),
+    )
+}
+
+fn default_threads() -> usize {
+    std::env::var("NAMEDTENSOR_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn cell() -> &'static RwLock<Arc<rayon::ThreadPool>> {
+    POOL.get_or_init(|| RwLock::new(build_pool(default_threads())))
+}
+
+/// The pool kernels run on.
+pub(crate) fn pool() -> Arc<rayon::ThreadPool> {
+    cell()
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+/// Sets the number of threads CPU kernels use (at least 1). Operations already running finish
+/// on the previous pool.
+///
+/// ```
+/// namedtensor::set_num_threads(1);
+/// assert_eq!(namedtensor::num_threads(), 1);
+/// namedtensor::set_num_threads(2);
+/// assert_eq!(namedtensor::num_threads(), 2);
+/// ```
+pub fn set_num_threads(threads: usize) {
+    let pool = build_pool(threads);
+    *cell().write().unwrap_or_else(PoisonError::into_inner) = pool;
+}
+
+/// The number of threads CPU kernels use.
+///
+/// ```
+/// assert!(namedtensor::num_threads() >= 1);
+/// ```
+pub fn num_threads() -> usize {
+    pool().current_num_threads()
+}
+
+/// Sets the element count below which an operation runs on the calling thread only.
+///
+/// ```
+/// namedtensor::set_parallel_threshold(1 << 16);
+/// assert_eq!(namedtensor::parallel_threshold(), 1 << 16);
+/// ```
+pub fn set_parallel_threshold(elements: usize) {
+    THRESHOLD.store(elements, Ordering::Relaxed);
+}
+
+/// The element count below which an operation runs on the calling thread only.
+///
+/// ```
+/// assert!(namedtensor::parallel_threshold() > 0);
+/// ```
+pub fn parallel_threshold() -> usize {
+    THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// Splits `rows` rows of `row_len` elements each into contiguous row ranges and calls `f` on
+/// each, in parallel when the work is large enough. `f` sees every row exactly once.
+#[allow(dead_code)] // first users: the reduction kernels
+pub(crate) fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<usize>) + Sync) {
+    let work = rows.saturating_mul(row_len.max(1));
+    let pool = pool();
+    let threads = pool.current_num_threads();
+    if threads <= 1 || rows <= 1 || work < parallel_threshold() {
+        f(0..rows);
+        return;
+    }
+    let tasks = (threads * 4).min(rows);
+    let per = rows.div_ceil(tasks);
+    pool.install(|| {
+        (0..tasks).into_par_iter().for_each(|t| {
+            let start = t * per;
+            let end = (start + per).min(rows);
+            if start < end {
+                f(start..end);
+            }
+        })
+    });
+}
+
+/// Splits `out` (a row-major buffer of `rows` rows of `row_len` elements) into row ranges and
+/// calls `f(row_range, chunk)` on each, in parallel when the work is large enough. The chunks
+/// are disjoint, so `f` can write its chunk without synchronisation.
+pub(crate) fn for_each_row_chunk<T: Send>(
+    out: &mut [T],
+    rows: usize,
+    row_len: usize,
+    f: impl Fn(Range<usize>, &mut [T]) + Sync,
+) {
+    debug_assert_eq!(out.len(), rows * row_len);
+    let pool = pool();
+    let threads = pool.current_num_threads();
+    if threads <= 1 || rows <= 1 || out.len() < parallel_threshold() || row_len == 0 {
+        f(0..rows, out);
+        return;
+    }
+    let tasks = (threads * 4).min(rows);
+    let per = rows.div_ceil(tasks);
+    pool.install(|| {
+        out.par_chunks_mut(per * row_len)
+            .enumerate()
+            .for_each(|(t, chunk)| {
+                let start = t * per;
+                f(start..start + chunk.len() / row_len, chunk)
+            })
+    });
+}

@@ -1,0 +1,4 @@
+//! Kernels, one module per device. They work on raw slices plus [`Layout`](crate::Layout)s and
+//! know nothing of tensors or names.
+
+pub mod cpu;

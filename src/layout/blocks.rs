@@ -1,0 +1,177 @@
+//! Strided traversal: the loop structure every CPU kernel is built on.
+//!
+//! N operands that share a logical shape but have their own strides and offsets are walked
+//! together in row-major order of that shape. Adjacent dims are first merged where they are
+//! contiguous with each other in *every* operand and dims of size 1 are dropped, so a
+//! contiguous tensor of any rank becomes a single row. The walk then hands out *rows*: the
+//! innermost dim, as a start position per operand plus one shared length and one stride per
+//! operand, which kernels turn into tight (vectorisable) loops.
+
+use super::Layout;
+use std::ops::Range;
+
+/// One innermost run of elements: operand `k` visits storage positions
+/// `starts[k] + i * strides[k]` for `i in 0..len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block<const N: usize> {
+    /// Storage position of the run's first element, per operand.
+    pub starts: [usize; N],
+    /// Number of elements in the run.
+    pub len: usize,
+    /// Step between consecutive elements, per operand.
+    pub strides: [usize; N],
+}
+
+/// A shape with N stride sets, jointly coalesced for traversal.
+///
+/// ```
+/// use namedtensor::layout::Coalesced;
+/// // a contiguous [2, 3] and a transposed [2, 3]
+/// let c = Coalesced::new(&[2, 3], [&[3, 1], &[1, 2]], [0, 0]);
+/// assert_eq!((c.rows(), c.inner_len()), (2, 3));
+/// let mut starts = vec![];
+/// c.for_each_row(0..c.rows(), |s| starts.push(s));
+/// assert_eq!(starts, vec![[0, 0], [3, 1]]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Coalesced<const N: usize> {
+    sizes: Vec<usize>,
+    strides: [Vec<usize>; N],
+    offsets: [usize; N],
+    empty: bool,
+}
+
+impl<const N: usize> Coalesced<N> {
+    /// Coalesces `sizes` seen through each operand's `strides`, starting at `offsets`.
+    pub fn new(sizes: &[usize], strides: [&[usize]; N], offsets: [usize; N]) -> Self {
+        let empty = sizes.contains(&0);
+        let mut out_sizes: Vec<usize> = Vec::with_capacity(sizes.len());
+        let mut out_strides: [Vec<usize>; N] = std::array::from_fn(|_| Vec::new());
+        for (d, &size) in sizes.iter().enumerate() {
+            if size == 1 {
+                continue;
+            }
+            if let Some(&last) = out_sizes.last() {
+                let mergeable =
+                    (0..N).all(|k| *out_strides[k].last().unwrap() == strides[k][d] * size);
+                if mergeable {
+                    *out_sizes.last_mut().unwrap() = last * size;
+                    for k in 0..N {
+                        *out_strides[k].last_mut().unwrap() = strides[k][d];
+                    }
+                    continue;
+                }
+            }
+            out_sizes.push(size);
+            for k in 0..N {
+                out_strides[k].push(strides[k][d]);
+            }
+        }
+        Coalesced {
+            sizes: out_sizes,
+            strides: out_strides,
+            offsets,
+            empty,
+        }
+    }
+
+    /// Coalesces a single layout.
+    pub fn of(layout: &Layout) -> Coalesced<1> {
+        Coalesced::new(layout.sizes(), [layout.strides()], [layout.offset()])
+    }
+
+    /// Length of every row (1 for a rank-0 tensor).
+    pub fn inner_len(&self) -> usize {
+        if self.empty {
+            0
+        } else {
+            self.sizes.last().copied().unwrap_or(1)
+        }
+    }
+
+    /// Per-operand stride within a row.
+    pub fn inner_strides(&self) -> [usize; N] {
+        std::array::from_fn(|k| self.strides[k].last().copied().unwrap_or(0))
+    }
+
+    /// Number of rows (0 for an empty tensor).
+    pub fn rows(&self) -> usize {
+        if self.empty {
+            return 0;
+        }
+        let r = self.sizes.len();
+        self.sizes[..r.saturating_sub(1)].iter().product()
+    }
+
+    /// The coalesced sizes (size-1 dims dropped, mergeable dims merged).
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
+    /// Calls `f` with the per-operand start position of each row in `rows` (row indices in
+    /// row-major order of the outer dims), in increasing row order.
+    pub fn for_each_row(&self, rows: Range<usize>, mut f: impl FnMut([usize; N])) {
+        if rows.is_empty() || self.empty {
+            return;
+        }
+        let outer = self.sizes.len().saturating_sub(1);
+        // Multi-index of the first row, and its start positions.
+        let mut idx = vec![0usize; outer];
+        let mut rem = rows.start;
+        for d in (0..outer).rev() {
+            idx[d] = rem % self.sizes[d];
+            rem /= self.sizes[d];
+        }
+        let mut pos: [usize; N] = std::array::from_fn(|k| {
+            self.offsets[k]
+                + idx
+                    .iter()
+                    .zip(&self.strides[k])
+                    .map(|(&i, &s)| i * s)
+                    .sum::<usize>()
+        });
+        for _ in rows {
+            f(pos);
+            // Odometer increment over the outer dims.
+            for d in (0..outer).rev() {
+                idx[d] += 1;
+                if idx[d] < self.sizes[d] {
+                    for (p, strides) in pos.iter_mut().zip(&self.strides) {
+                        *p += strides[d];
+                    }
+                    break;
+                }
+                idx[d] = 0;
+                for (p, strides) in pos.iter_mut().zip(&self.strides) {
+                    *p -= strides[d] * (self.sizes[d] - 1);
+                }
+            }
+        }
+    }
+
+    /// Calls `f` with every row as a [`Block`], in row-major order.
+    pub fn for_each_block(&self, mut f: impl FnMut(Block<N>)) {
+        let len = self.inner_len();
+        let strides = self.inner_strides();
+        self.for_each_row(0..self.rows(), |starts| {
+            f(Block {
+                starts,
+                len,
+                strides,
+            })
+        });
+    }
+}
+
+/// Calls `f` with every row of `layout` as a [`Block`], in row-major order.
+///
+/// ```
+/// use namedtensor::layout::{for_each_block, Layout};
+/// let l = Layout::contiguous(&[2, 3]).unwrap().transpose(0, 1).unwrap(); // [3, 2]
+/// let mut positions = vec![];
+/// for_each_block(&l, |b| positions.extend((0..b.len).map(|i| b.starts[0] + i * b.strides[0])));
+/// assert_eq!(positions, vec![0, 3, 1, 4, 2, 5]);
+/// ```
+pub fn for_each_block(layout: &Layout, f: impl FnMut(Block<1>)) {
+    Coalesced::<1>::of(layout).for_each_block(f)
+}

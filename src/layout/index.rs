@@ -1,0 +1,50 @@
+//! Python-style dim and index normalisation (negative values count from the end).
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Maps `dim` in `-rank..rank` to `0..rank`.
+///
+/// ```
+/// use namedtensor::layout::normalize_dim;
+/// assert_eq!(normalize_dim("sum", -1, 3).unwrap(), 2);
+/// assert!(normalize_dim("sum", 3, 3).is_err());
+/// ```
+pub fn normalize_dim(op: &'static str, dim: isize, rank: usize) -> Result<usize> {
+    let r = rank as isize;
+    if dim >= r || dim < -r {
+        return Err(Error::dim_out_of_range(op, dim, rank));
+    }
+    Ok(if dim < 0 {
+        (dim + r) as usize
+    } else {
+        dim as usize
+    })
+}
+
+/// Maps `index` in `-size..size` to `0..size` for dim `dim` of `shape`.
+///
+/// ```
+/// use namedtensor::layout::normalize_index;
+/// assert_eq!(normalize_index("select", -1, 0, &[4]).unwrap(), 3);
+/// assert!(normalize_index("select", 4, 0, &[4]).is_err());
+/// ```
+pub fn normalize_index(
+    op: &'static str,
+    index: isize,
+    dim: usize,
+    shape: &[usize],
+) -> Result<usize> {
+    let size = shape[dim] as isize;
+    if index >= size || index < -size {
+        return Err(Error::new(
+            ErrorKind::IndexOutOfRange,
+            op,
+            format!("index {index} is out of range for dim {dim} of size {size} (shape {shape:?})"),
+        ));
+    }
+    Ok(if index < 0 {
+        (index + size) as usize
+    } else {
+        index as usize
+    })
+}

@@ -1,0 +1,296 @@
+//! Layout math: how a tensor's indices map to positions in its storage.
+//!
+//! A [`Layout`] is sizes, strides (in elements) and a storage offset: element `(i0, …, ik)`
+//! lives at `offset + Σ i_d · stride_d`. Every view operation of the library is a pure function
+//! from one layout to another, defined here without reference to element types or storage, so
+//! it compiles once and can be property-tested on its own.
+//!
+//! Invariants of every `Layout` built by this module:
+//! - `sizes.len() == strides.len()` (the rank);
+//! - the element count `Π sizes` and the largest reachable storage index fit in `usize`;
+//! - strides are non-negative (there are no flipped views).
+//!
+//! Whether the layout fits a particular storage is checked where the two meet
+//! ([`Layout::required_storage_len`]).
+
+mod blocks;
+mod broadcast;
+mod index;
+mod view;
+
+pub use blocks::{Block, Coalesced, for_each_block};
+pub use broadcast::broadcast_shapes;
+pub use index::{normalize_dim, normalize_index};
+pub use view::infer_shape;
+
+use crate::error::{Error, Result};
+
+/// Sizes, strides and storage offset of a strided tensor.
+///
+/// ```
+/// use namedtensor::Layout;
+/// let l = Layout::contiguous(&[3, 2]).unwrap();
+/// assert_eq!(l.strides(), &[2, 1]);
+/// let t = l.transpose(0, 1).unwrap();
+/// assert_eq!((t.sizes(), t.strides()), (&[2, 3][..], &[1, 2][..]));
+/// assert!(!t.is_contiguous());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Layout {
+    sizes: Vec<usize>,
+    strides: Vec<usize>,
+    offset: usize,
+}
+
+impl Layout {
+    /// The row-major (C-order) layout of `sizes`, starting at offset 0.
+    ///
+    /// ```
+    /// let l = namedtensor::Layout::contiguous(&[3, 4, 5]).unwrap();
+    /// assert_eq!(l.strides(), &[20, 5, 1]);
+    /// assert!(namedtensor::Layout::contiguous(&[usize::MAX, 2]).is_err());
+    /// ```
+    pub fn contiguous(sizes: &[usize]) -> Result<Layout> {
+        let strides = contiguous_strides(sizes).ok_or_else(|| {
+            Error::overflow("shape", format!("the element count of shape {sizes:?}"))
+        })?;
+        Ok(Layout {
+            sizes: sizes.to_vec(),
+            strides,
+            offset: 0,
+        })
+    }
+
+    /// A layout from raw parts, checked for equal lengths and for overflow of the largest
+    /// reachable index. Whether it fits a storage is checked by the caller.
+    ///
+    /// ```
+    /// let l = namedtensor::Layout::new(&[2, 2], &[1, 2], 3).unwrap();
+    /// assert_eq!(l.required_storage_len(), 3 + 1 + 2 + 1);
+    /// ```
+    pub fn new(sizes: &[usize], strides: &[usize], offset: usize) -> Result<Layout> {
+        if sizes.len() != strides.len() {
+            return Err(Error::new(
+                crate::ErrorKind::ShapeMismatch,
+                "as_strided",
+                format!(
+                    "sizes {sizes:?} and strides {strides:?} have different lengths ({} and {})",
+                    sizes.len(),
+                    strides.len()
+                ),
+            ));
+        }
+        let layout = Layout {
+            sizes: sizes.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        };
+        checked_numel(sizes)
+            .ok_or_else(|| Error::overflow("as_strided", format!("shape {sizes:?}")))?;
+        layout.checked_extent().ok_or_else(|| {
+            Error::overflow(
+                "as_strided",
+                format!("offset {offset} with sizes {sizes:?} and strides {strides:?}"),
+            )
+        })?;
+        Ok(layout)
+    }
+
+    /// The size of every dim.
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
+    /// The stride of every dim, in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// The storage index of element `(0, …, 0)`.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The number of dims.
+    pub fn rank(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The number of elements (1 for rank 0).
+    pub fn numel(&self) -> usize {
+        // Checked when the layout was built.
+        self.sizes.iter().product()
+    }
+
+    /// Whether the elements lie in row-major order without gaps (size-1 dims may have any
+    /// stride, as in PyTorch).
+    ///
+    /// ```
+    /// let l = namedtensor::Layout::new(&[2, 1, 3], &[3, 100, 1], 5).unwrap();
+    /// assert!(l.is_contiguous());
+    /// ```
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1usize;
+        for (&size, &stride) in self.sizes.iter().zip(&self.strides).rev() {
+            if size == 0 {
+                return true;
+            }
+            if size != 1 {
+                if stride != expected {
+                    return false;
+                }
+                expected *= size;
+            }
+        }
+        true
+    }
+
+    /// The storage length needed to hold every element: one past the largest reachable
+    /// index (the offset itself for an empty tensor).
+    pub fn required_storage_len(&self) -> usize {
+        self.checked_extent()
+            .expect("layout extent is checked at construction")
+    }
+
+    fn checked_extent(&self) -> Option<usize> {
+        if self.sizes.contains(&0) {
+            return Some(self.offset);
+        }
+        let mut last = self.offset;
+        for (&size, &stride) in self.sizes.iter().zip(&self.strides) {
+            last = last.checked_add((size - 1).checked_mul(stride)?)?;
+        }
+        last.checked_add(1)
+    }
+
+    /// The storage index of the element at `index` (one entry per dim, each in range).
+    ///
+    /// ```
+    /// let l = namedtensor::Layout::new(&[3, 2], &[2, 1], 4).unwrap();
+    /// assert_eq!(l.storage_index(&[2, 1]).unwrap(), 4 + 2 * 2 + 1);
+    /// assert!(l.storage_index(&[3, 0]).is_err());
+    /// ```
+    pub fn storage_index(&self, index: &[usize]) -> Result<usize> {
+        if index.len() != self.rank() {
+            return Err(Error::new(
+                crate::ErrorKind::IndexOutOfRange,
+                "index",
+                format!(
+                    "{} indices given for a tensor of rank {} (shape {:?})",
+                    index.len(),
+                    self.rank(),
+                    self.sizes
+                ),
+            ));
+        }
+        let mut pos = self.offset;
+        for (d, (&i, (&size, &stride))) in index
+            .iter()
+            .zip(self.sizes.iter().zip(&self.strides))
+            .enumerate()
+        {
+            if i >= size {
+                return Err(Error::new(
+                    crate::ErrorKind::IndexOutOfRange,
+                    "index",
+                    format!(
+                        "index {i} is out of range for dim {d} of size {size} (shape {:?})",
+                        self.sizes
+                    ),
+                ));
+            }
+            pos += i * stride;
+        }
+        Ok(pos)
+    }
+
+    /// Whether two distinct indices can reach the same storage element: true for any dim of
+    /// size > 1 and stride 0 (an expanded view). A `false` answer is exact for every layout
+    /// made by the view operations; for hand-made `as_strided` layouts it is a conservative
+    /// check (see [`Layout::is_provably_non_overlapping`]).
+    ///
+    /// ```
+    /// let l = namedtensor::Layout::contiguous(&[3]).unwrap().expand(&[2, 3]).unwrap();
+    /// assert!(l.has_broadcast_dim());
+    /// ```
+    pub fn has_broadcast_dim(&self) -> bool {
+        self.sizes
+            .iter()
+            .zip(&self.strides)
+            .any(|(&size, &stride)| size > 1 && stride == 0)
+    }
+
+    /// A sufficient test that every index maps to its own storage element: with the dims of
+    /// size > 1 sorted by stride, each stride is at least the span of the dims before it.
+    /// Writers may split such a layout across threads.
+    ///
+    /// ```
+    /// use namedtensor::Layout;
+    /// assert!(Layout::new(&[2, 3], &[1, 2], 0).unwrap().is_provably_non_overlapping());
+    /// assert!(!Layout::new(&[3, 3], &[1, 1], 0).unwrap().is_provably_non_overlapping());
+    /// ```
+    pub fn is_provably_non_overlapping(&self) -> bool {
+        let mut dims: Vec<(usize, usize)> = self
+            .strides
+            .iter()
+            .zip(&self.sizes)
+            .filter(|&(_, &size)| size > 1)
+            .map(|(&stride, &size)| (stride, size))
+            .collect();
+        dims.sort_unstable();
+        let mut span = 1usize;
+        for (stride, size) in dims {
+            if stride < span {
+                return false;
+            }
+            span = stride * (size - 1) + 1;
+        }
+        true
+    }
+
+    pub(crate) fn from_parts_unchecked(
+        sizes: Vec<usize>,
+        strides: Vec<usize>,
+        offset: usize,
+    ) -> Self {
+        debug_assert_eq!(sizes.len(), strides.len());
+        Layout {
+            sizes,
+            strides,
+            offset,
+        }
+    }
+}
+
+impl std::fmt::Debug for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Layout {{ sizes: {:?}, strides: {:?}, offset: {} }}",
+            self.sizes, self.strides, self.offset
+        )
+    }
+}
+
+/// `Π sizes`, or `None` on overflow.
+pub fn checked_numel(sizes: &[usize]) -> Option<usize> {
+    sizes.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s))
+}
+
+/// Row-major strides of `sizes`, or `None` if the element count overflows.
+///
+/// ```
+/// assert_eq!(namedtensor::layout::contiguous_strides(&[2, 3, 4]), Some(vec![12, 4, 1]));
+/// ```
+pub fn contiguous_strides(sizes: &[usize]) -> Option<Vec<usize>> {
+    checked_numel(sizes)?;
+    let mut strides = vec![0; sizes.len()];
+    let mut acc = 1usize;
+    for (stride, &size) in strides.iter_mut().zip(sizes).rev() {
+        *stride = acc;
+        acc = acc.saturating_mul(size.max(1));
+    }
+    // A zero-size dim makes the product 0 while later strides may still be large; those
+    // strides are only ever multiplied by an index < size, so they cannot overflow then.
+    Some(strides)
+}

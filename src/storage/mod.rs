@@ -1,0 +1,253 @@
+//! Storage: the one flat buffer that every view of a tensor shares.
+//!
+//! # Aliasing rules
+//! - A [`Storage`] is a reference-counted handle; cloning the handle never copies elements.
+//!   Tensors made by view operations hold handles to the same storage, so a write through one
+//!   of them is visible through all of them.
+//! - The elements sit behind a reader-writer lock. An operation takes the lock of each storage
+//!   it touches once, for its whole duration: shared for the storages it reads, exclusive for
+//!   the one it writes. Several threads may therefore read and write tensors of one storage at
+//!   the same time without a data race; each operation sees the storage either before or after
+//!   any other operation's writes, never half of them.
+//! - An operation that needs several locks takes them in a fixed global order (by the address
+//!   of the shared allocation) and never takes the same lock twice, so operations cannot
+//!   deadlock one another. Kernels run while the locks are held and never take locks
+//!   themselves.
+//! - An in-place operation whose source shares the destination's storage first copies the
+//!   source, so the result is the same as if the source had been copied before the write.
+//! - Writing through a view in which several indices reach one element (an `expand`ed view,
+//!   stride 0) is refused with [`ErrorKind::OverlappingWrite`](crate::ErrorKind).
+//!
+//! # Backends
+//! A storage holds a [`Buffer`] per backend; today the CPU's `Vec<E>`. Operations dispatch on
+//! the buffer, so adding a device adds a variant here and kernels for it, and nothing above
+//! the storage changes.
+
+use crate::device::Device;
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The elements of a storage, on one device.
+#[derive(Debug)]
+pub(crate) enum Buffer<E> {
+    /// Host memory.
+    Cpu(Vec<E>),
+}
+
+impl<E: Element> Buffer<E> {
+    /// The host slice; an error naming `op` for a buffer on another device.
+    pub(crate) fn cpu(&self, _op: &'static str) -> Result<&[E]> {
+        match self {
+            Buffer::Cpu(v) => Ok(v),
+        }
+    }
+
+    /// The host slice, mutably; an error naming `op` for a buffer on another device.
+    pub(crate) fn cpu_mut(&mut self, _op: &'static str) -> Result<&mut [E]> {
+        match self {
+            Buffer::Cpu(v) => Ok(v),
+        }
+    }
+}
+
+struct Shared<E> {
+    buffer: RwLock<Buffer<E>>,
+    len: usize,
+    device: Device,
+}
+
+/// A shared, flat, one-dimensional buffer of elements: what tensors are views of.
+///
+/// Cloning a `Storage` clones the handle, not the elements.
+///
+/// ```
+/// use namedtensor::DynTensor;
+/// let points = DynTensor::from_vec(vec![4.0f32, 1.0, 5.0, 3.0, 2.0, 1.0], &[3, 2]);
+/// let second = points.select(0, 1);
+/// assert!(second.storage().same_storage(points.storage()));
+/// assert_eq!(points.storage().to_vec(), vec![4.0, 1.0, 5.0, 3.0, 2.0, 1.0]);
+/// points.storage().set(2, 10.0).unwrap();
+/// assert_eq!(second.get(&[0]), 10.0);
+/// ```
+pub struct Storage<E: Element> {
+    shared: Arc<Shared<E>>,
+}
+
+impl<E: Element> Clone for Storage<E> {
+    fn clone(&self) -> Self {
+        Storage {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<E: Element> Storage<E> {
+    /// A host storage owning `data`.
+    ///
+    /// ```
+    /// let s = namedtensor::Storage::from_vec(vec![1u8, 2, 3]);
+    /// assert_eq!(s.len(), 3);
+    /// ```
+    pub fn from_vec(data: Vec<E>) -> Self {
+        let len = data.len();
+        Storage {
+            shared: Arc::new(Shared {
+                buffer: RwLock::new(Buffer::Cpu(data)),
+                len,
+                device: Device::Cpu,
+            }),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shared.len
+    }
+
+    /// Whether the storage holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.shared.len == 0
+    }
+
+    /// The device holding the elements.
+    pub fn device(&self) -> Device {
+        self.shared.device
+    }
+
+    /// Whether `self` and `other` are handles to the same buffer.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let t = DynTensor::<f32>::ones(&[2, 2]);
+    /// assert!(t.t().storage().same_storage(t.storage()));
+    /// assert!(!t.clone().storage().same_storage(t.storage()));
+    /// ```
+    pub fn same_storage(&self, other: &Storage<E>) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// The element at storage position `index`.
+    ///
+    /// ```
+    /// let s = namedtensor::Storage::from_vec(vec![1.5f64, 2.5]);
+    /// assert_eq!(s.get(1).unwrap(), 2.5);
+    /// assert!(s.get(2).is_err());
+    /// ```
+    pub fn get(&self, index: usize) -> Result<E> {
+        self.check_index("Storage::get", index)?;
+        let guard = self.read();
+        Ok(guard.cpu("Storage::get")?[index])
+    }
+
+    /// Overwrites the element at storage position `index`; every view sees the change.
+    ///
+    /// ```
+    /// let s = namedtensor::Storage::from_vec(vec![0i32; 3]);
+    /// s.set(1, 7).unwrap();
+    /// assert_eq!(s.to_vec(), vec![0, 7, 0]);
+    /// ```
+    pub fn set(&self, index: usize, value: E) -> Result<()> {
+        self.check_index("Storage::set", index)?;
+        let mut guard = self.write();
+        guard.cpu_mut("Storage::set")?[index] = value;
+        Ok(())
+    }
+
+    /// A copy of all elements, in storage order.
+    pub fn to_vec(&self) -> Vec<E> {
+        match &*self.read() {
+            Buffer::Cpu(v) => v.clone(),
+        }
+    }
+
+    fn check_index(&self, op: &'static str, index: usize) -> Result<()> {
+        if index >= self.len() {
+            return Err(Error::new(
+                ErrorKind::IndexOutOfRange,
+                op,
+                format!(
+                    "storage index {index} is out of range for a storage of length {}",
+                    self.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Shared access for the duration of one operation.
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Buffer<E>> {
+        // A panic while the lock was held cannot leave elements in an invalid state (they are
+        // plain values), so a poisoned lock is used as it is.
+        self.shared
+            .buffer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Exclusive access for the duration of one operation.
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Buffer<E>> {
+        self.shared
+            .buffer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The address that orders lock acquisition across storages.
+    pub(crate) fn lock_order(&self) -> usize {
+        Arc::as_ptr(&self.shared) as *const () as usize
+    }
+}
+
+/// Runs `f` with a shared view of `a` and of `b`, taking each lock once and in the global
+/// order (the same storage is locked once and handed to `f` twice).
+#[allow(dead_code)] // its users are the binary compute kernels
+pub(crate) fn with_read2<A: Element, B: Element, R>(
+    op: &'static str,
+    a: &Storage<A>,
+    b: &Storage<B>,
+    f: impl FnOnce(&[A], &[B]) -> R,
+) -> Result<R> {
+    if a.lock_order() == b.lock_order() {
+        let guard = a.read();
+        let Buffer::Cpu(vec) = &*guard;
+        // One allocation holds one element type, so `A` is `B` here and the downcast succeeds.
+        let same = (vec as &dyn std::any::Any)
+            .downcast_ref::<Vec<B>>()
+            .expect("one storage has one element type");
+        return Ok(f(guard.cpu(op)?, same));
+    }
+    let (ga, gb);
+    if a.lock_order() < b.lock_order() {
+        ga = a.read();
+        gb = b.read();
+    } else {
+        gb = b.read();
+        ga = a.read();
+    }
+    Ok(f(ga.cpu(op)?, gb.cpu(op)?))
+}
+
+/// Runs `f` with exclusive access to `dst` and shared access to `src`, which must be a
+/// different storage (in-place ops copy an aliasing source first), locking in global order.
+pub(crate) fn with_write_read<A: Element, B: Element, R>(
+    op: &'static str,
+    dst: &Storage<A>,
+    src: &Storage<B>,
+    f: impl FnOnce(&mut [A], &[B]) -> R,
+) -> Result<R> {
+    assert_ne!(
+        dst.lock_order(),
+        src.lock_order(),
+        "with_write_read needs distinct storages"
+    );
+    let (mut gd, gs);
+    if dst.lock_order() < src.lock_order() {
+        gd = dst.write();
+        gs = src.read();
+    } else {
+        gs = src.read();
+        gd = dst.write();
+    }
+    Ok(f(gd.cpu_mut(op)?, gs.cpu(op)?))
+}

@@ -1,0 +1,256 @@
+//! [`DynTensor`]: the positional tensor with a run-time rank, PyTorch's tensor model.
+//!
+//! A `DynTensor<E>` is a [`Storage<E>`] handle plus a [`Layout`]. View operations (indexing,
+//! `select`, `narrow`, `transpose`, `permute`, `expand`, `view`, …) return new tensors over
+//! the same storage; only `clone`, `contiguous` on a non-contiguous tensor, `reshape` when a
+//! view is impossible, and the compute operations allocate.
+//!
+//! Fallible operations come in two forms: `try_op` returns [`Result`](crate::Result), and `op`
+//! panics with the same message. Dims are `isize` and may be negative (counted from the end).
+
+mod cast;
+mod create;
+mod display;
+pub(crate) mod index;
+mod inplace;
+mod random;
+mod view;
+
+pub use create::NestedData;
+pub(crate) use index as index_spec;
+pub use index::{Idx, NewAxis};
+
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::storage::Storage;
+
+/// A strided view of a shared storage, with a run-time number of dims.
+///
+/// `Clone` copies the elements into a new storage (PyTorch's `clone()`); use
+/// [`DynTensor::shallow_clone`] for another handle to the same storage.
+///
+/// ```
+/// use namedtensor::DynTensor;
+/// let points = DynTensor::from_vec(vec![4.0f32, 1.0, 5.0, 3.0, 2.0, 1.0], &[3, 2]);
+/// assert_eq!(points.shape(), &[3, 2]);
+/// assert_eq!(points.stride(), &[2, 1]);
+/// let second = points.select(0, 1);            // a view: offset 2, stride [1]
+/// assert_eq!(second.storage_offset(), 2);
+/// second.set(&[0], 10.0);                        // writes through to `points`
+/// assert_eq!(points.get(&[1, 0]), 10.0);
+/// ```
+pub struct DynTensor<E: Element = f32> {
+    storage: Storage<E>,
+    layout: Layout,
+}
+
+/// Unwraps a result, panicking with the error's message at the caller's location.
+#[track_caller]
+pub(crate) fn or_panic<T>(r: Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+impl<E: Element> DynTensor<E> {
+    /// A tensor viewing `storage` through `layout`; fails if the layout reaches past the end.
+    ///
+    /// ```
+    /// use namedtensor::{DynTensor, Layout, Storage};
+    /// let s = Storage::from_vec(vec![1i32, 2, 3, 4]);
+    /// let t = DynTensor::try_from_parts(s, Layout::new(&[2], &[2], 1).unwrap()).unwrap();
+    /// assert_eq!(t.to_vec(), vec![2, 4]);
+    /// ```
+    pub fn try_from_parts(storage: Storage<E>, layout: Layout) -> Result<Self> {
+        check_fits("from_parts", &layout, storage.len())?;
+        Ok(DynTensor { storage, layout })
+    }
+
+    /// A tensor over a fresh storage holding `data` in row-major order of `layout` (which
+    /// must be contiguous from offset 0).
+    pub(crate) fn from_contiguous_vec(data: Vec<E>, sizes: &[usize]) -> Result<Self> {
+        let layout = Layout::contiguous(sizes)?;
+        debug_assert_eq!(data.len(), layout.numel());
+        Ok(DynTensor {
+            storage: Storage::from_vec(data),
+            layout,
+        })
+    }
+
+    /// A tensor on the same storage with another layout (checked against the storage).
+    pub(crate) fn with_layout(&self, layout: Layout) -> Self {
+        debug_assert!(layout.numel() == 0 || layout.required_storage_len() <= self.storage.len());
+        DynTensor {
+            storage: self.storage.clone(),
+            layout,
+        }
+    }
+
+    /// The size of every dim (PyTorch's `shape`/`size()`).
+    ///
+    /// ```
+    /// assert_eq!(namedtensor::DynTensor::<f32>::zeros(&[3, 4]).shape(), &[3, 4]);
+    /// ```
+    pub fn shape(&self) -> &[usize] {
+        self.layout.sizes()
+    }
+
+    /// The size of dim `dim`; panics if `dim` is out of range (see [`DynTensor::try_size`]).
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::zeros(&[3, 4]);
+    /// assert_eq!((t.size(0), t.size(-1)), (3, 4));
+    /// ```
+    #[track_caller]
+    pub fn size(&self, dim: isize) -> usize {
+        or_panic(self.try_size(dim))
+    }
+
+    /// The size of dim `dim`, or an error if it is out of range.
+    ///
+    /// ```
+    /// assert!(namedtensor::DynTensor::<f32>::zeros(&[3]).try_size(1).is_err());
+    /// ```
+    pub fn try_size(&self, dim: isize) -> Result<usize> {
+        let d = crate::layout::normalize_dim("size", dim, self.dim())?;
+        Ok(self.shape()[d])
+    }
+
+    /// The stride of every dim, in elements.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::ones(&[3, 4, 5]).transpose(0, 2);
+    /// assert_eq!(t.stride(), &[1, 5, 20]);
+    /// ```
+    pub fn stride(&self) -> &[usize] {
+        self.layout.strides()
+    }
+
+    /// The storage index of the first element.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::zeros(&[3, 2]);
+    /// assert_eq!(t.select(0, 2).storage_offset(), 4);
+    /// ```
+    pub fn storage_offset(&self) -> usize {
+        self.layout.offset()
+    }
+
+    /// The layout (sizes, strides, offset).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The storage this tensor is a view of.
+    pub fn storage(&self) -> &Storage<E> {
+        &self.storage
+    }
+
+    /// Number of dims (PyTorch's `dim()`/`ndim`).
+    ///
+    /// ```
+    /// assert_eq!(namedtensor::DynTensor::<f32>::zeros(&[2, 3]).dim(), 2);
+    /// ```
+    pub fn dim(&self) -> usize {
+        self.layout.rank()
+    }
+
+    /// Number of elements.
+    ///
+    /// ```
+    /// assert_eq!(namedtensor::DynTensor::<f32>::zeros(&[2, 3]).numel(), 6);
+    /// ```
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// The element type's tag.
+    ///
+    /// ```
+    /// assert_eq!(namedtensor::DynTensor::<i64>::zeros(&[1]).dtype(), namedtensor::DType::I64);
+    /// ```
+    pub fn dtype(&self) -> DType {
+        E::DTYPE
+    }
+
+    /// The device holding the storage.
+    pub fn device(&self) -> Device {
+        self.storage.device()
+    }
+
+    /// Whether the elements are in row-major order without gaps.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::zeros(&[2, 3]);
+    /// assert!(t.is_contiguous());
+    /// assert!(!t.t().is_contiguous());
+    /// ```
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// Another handle to the same storage with the same layout (no copy).
+    ///
+    /// ```
+    /// let a = namedtensor::DynTensor::<f32>::zeros(&[2]);
+    /// let b = a.shallow_clone();
+    /// b.fill_(1.0);
+    /// assert_eq!(a.to_vec(), vec![1.0, 1.0]);
+    /// ```
+    pub fn shallow_clone(&self) -> Self {
+        self.with_layout(self.layout.clone())
+    }
+
+    /// Whether `self` and `other` view the same storage.
+    ///
+    /// ```
+    /// let a = namedtensor::DynTensor::<f32>::zeros(&[2, 2]);
+    /// assert!(a.shares_storage(&a.t()));
+    /// ```
+    pub fn shares_storage(&self, other: &DynTensor<E>) -> bool {
+        self.storage.same_storage(&other.storage)
+    }
+
+    /// The elements in row-major order of the shape.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![1, 2, 3, 4, 5, 6], &[2, 3]);
+    /// assert_eq!(t.t().to_vec(), vec![1, 4, 2, 5, 3, 6]);
+    /// ```
+    pub fn to_vec(&self) -> Vec<E> {
+        let guard = self.storage.read();
+        let src = or_panic(guard.cpu("to_vec"));
+        crate::backend::cpu::gather_to_vec(src, &self.layout)
+    }
+}
+
+/// Fails unless `layout` lies within a storage of `len` elements.
+pub(crate) fn check_fits(op: &'static str, layout: &Layout, len: usize) -> Result<()> {
+    let need = layout.required_storage_len();
+    if layout.numel() > 0 && need > len {
+        return Err(crate::Error::new(
+            crate::ErrorKind::OutOfStorage,
+            op,
+            format!(
+                "sizes {:?} with strides {:?} and offset {} reach storage index {}, but the \
+                 storage has {len} elements",
+                layout.sizes(),
+                layout.strides(),
+                layout.offset(),
+                need - 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl<E: Element> Clone for DynTensor<E> {
+    /// A copy of the elements in a new contiguous storage (PyTorch's `clone()`).
+    fn clone(&self) -> Self {
+        let data = self.to_vec();
+        or_panic(DynTensor::from_contiguous_vec(data, self.shape()))
+    }
+}

@@ -1,0 +1,82 @@
+//! Seeded random tensors. A seed gives the same numbers on every machine and in every run:
+//! the generator is ChaCha8 (`rand_chacha`), whose output is specified bit for bit, and the
+//! samplers are `rand_distr`'s.
+
+use super::{DynTensor, or_panic};
+use crate::dtype::Float;
+use crate::error::{Error, ErrorKind, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+
+impl<E: Float> DynTensor<E> {
+    /// Uniform samples from `[0, 1)`, seeded.
+    ///
+    /// Each value is `k / 2^p` for a uniformly drawn integer `k < 2^p`, where `p` is the type's
+    /// precision, so every value is exact in `E` and never rounds up to 1.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::<f32>::rand(&[1000], 7);
+    /// assert_eq!(a.to_vec(), DynTensor::<f32>::rand(&[1000], 7).to_vec());
+    /// assert!(a.to_vec().iter().all(|&x| (0.0..1.0).contains(&x)));
+    /// ```
+    #[track_caller]
+    pub fn rand(shape: &[usize], seed: u64) -> Self {
+        let n = or_panic(checked_len("rand", shape));
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let bits = E::MANTISSA_DIGITS;
+        let scale = 0.5f64.powi(bits as i32);
+        let data = (0..n)
+            .map(|_| E::from_f64((rng.random::<u64>() >> (64 - bits)) as f64 * scale))
+            .collect();
+        or_panic(DynTensor::from_contiguous_vec(data, shape))
+    }
+
+    /// Standard normal samples (mean 0, standard deviation 1), seeded.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f64>::randn(&[10_000], 1);
+    /// let mean = t.to_vec().iter().sum::<f64>() / 10_000.0;
+    /// assert!(mean.abs() < 0.05);
+    /// ```
+    #[track_caller]
+    pub fn randn(shape: &[usize], seed: u64) -> Self {
+        Self::normal(shape, 0.0, 1.0, seed)
+    }
+
+    /// Normal samples with the given mean and standard deviation, seeded.
+    /// Panics where [`DynTensor::try_normal`] fails.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::normal(&[4], 10.0, 0.0, 3);
+    /// assert_eq!(t.to_vec(), vec![10.0; 4]);
+    /// ```
+    #[track_caller]
+    pub fn normal(shape: &[usize], mean: f64, std: f64, seed: u64) -> Self {
+        or_panic(Self::try_normal(shape, mean, std, seed))
+    }
+
+    /// [`DynTensor::normal`], or an error for a negative or non-finite standard deviation.
+    pub fn try_normal(shape: &[usize], mean: f64, std: f64, seed: u64) -> Result<Self> {
+        let dist = Normal::new(mean, std)
+            .ok()
+            .filter(|_| std.is_finite() && std >= 0.0 && mean.is_finite())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    "normal",
+                    format!("mean {mean} and std {std} must be finite and std non-negative"),
+                )
+            })?;
+        let n = checked_len("normal", shape)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let data = (0..n).map(|_| E::from_f64(dist.sample(&mut rng))).collect();
+        DynTensor::from_contiguous_vec(data, shape)
+    }
+}
+
+fn checked_len(op: &'static str, shape: &[usize]) -> Result<usize> {
+    crate::layout::checked_numel(shape)
+        .ok_or_else(|| Error::overflow(op, format!("the element count of {shape:?}")))
+}
