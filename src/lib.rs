@@ -30,6 +30,7 @@ pub mod dtype;
 mod error;
 pub mod layout;
 pub mod named;
+mod named_tensor;
 pub mod storage;
 mod tensor;
 
@@ -41,6 +42,7 @@ pub use dtype::{DType, Element, Float};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
+pub use named_tensor::{ShapeSizes, Tensor};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};

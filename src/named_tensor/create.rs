@@ -1,0 +1,143 @@
+//! Creating named tensors: one size per dim, checked at compile time.
+
+use super::Tensor;
+use crate::dtype::{Element, Float};
+use crate::named::Shape;
+use crate::tensor::DynTensor;
+
+/// A shape's sizes: an array with one `usize` per dim, so giving the wrong number of sizes
+/// is a compile error.
+///
+/// ```
+/// use namedtensor::{dims, Tensor};
+/// dims! { Batch, Rows }
+/// let t = Tensor::<f32, (Batch, Rows)>::zeros([2, 3]); // [usize; 2]
+/// assert_eq!(t.shape(), &[2, 3]);
+/// ```
+pub trait ShapeSizes: Shape {
+    /// `[usize; RANK]`.
+    type Sizes: AsRef<[usize]> + Copy;
+}
+
+macro_rules! shape_sizes {
+    ($($n:literal: ($($T:ident),*))*) => {$(
+        impl<$($T: crate::named::Dim),*> ShapeSizes for ($($T,)*) where ($($T,)*): Shape {
+            type Sizes = [usize; $n];
+        }
+    )*};
+}
+shape_sizes! {
+    0: ()
+    1: (A)
+    2: (A, B)
+    3: (A, B, C)
+    4: (A, B, C, D)
+    5: (A, B, C, D, E)
+    6: (A, B, C, D, E, F)
+    7: (A, B, C, D, E, F, G)
+    8: (A, B, C, D, E, F, G, H)
+    9: (A, B, C, D, E, F, G, H, I)
+    10: (A, B, C, D, E, F, G, H, I, J)
+    11: (A, B, C, D, E, F, G, H, I, J, K)
+    12: (A, B, C, D, E, F, G, H, I, J, K, L)
+}
+
+impl<E: Element, S: ShapeSizes> Tensor<E, S> {
+    /// A tensor of `value`s with one size per dim.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// assert_eq!(Tensor::<i8, (Rows, Cols)>::full([1, 2], 7).to_vec(), vec![7, 7]);
+    /// ```
+    #[track_caller]
+    pub fn full(sizes: S::Sizes, value: E) -> Self {
+        Tensor::wrap(DynTensor::full(sizes.as_ref(), value))
+    }
+
+    /// Zeros with one size per dim.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// assert_eq!(Tensor::<f64, (Rows,)>::zeros([2]).to_vec(), vec![0.0, 0.0]);
+    /// ```
+    #[track_caller]
+    pub fn zeros(sizes: S::Sizes) -> Self {
+        Self::full(sizes, E::ZERO)
+    }
+
+    /// Ones with one size per dim.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// assert_eq!(Tensor::<f32, (Rows,)>::ones([2]).to_vec(), vec![1.0, 1.0]);
+    /// ```
+    #[track_caller]
+    pub fn ones(sizes: S::Sizes) -> Self {
+        Self::full(sizes, E::ONE)
+    }
+
+    /// A tensor holding `data` in row-major order. Panics where [`Tensor::try_from_vec`]
+    /// fails.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let t = Tensor::<f32, (Rows, Cols)>::from_vec(vec![1., 2., 3., 4., 5., 6.], [3, 2]);
+    /// assert_eq!(t.size::<Rows>(), 3);
+    /// ```
+    #[track_caller]
+    pub fn from_vec(data: Vec<E>, sizes: S::Sizes) -> Self {
+        Tensor::wrap(DynTensor::from_vec(data, sizes.as_ref()))
+    }
+
+    /// [`Tensor::from_vec`], or an error when the data's length does not match the sizes.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// assert!(Tensor::<f32, (Rows,)>::try_from_vec(vec![1.0], [2]).is_err());
+    /// ```
+    pub fn try_from_vec(data: Vec<E>, sizes: S::Sizes) -> crate::Result<Self> {
+        Ok(Tensor::wrap(DynTensor::try_from_vec(data, sizes.as_ref())?))
+    }
+}
+
+impl<E: Float, S: ShapeSizes> Tensor<E, S> {
+    /// Seeded uniform samples from `[0, 1)`, one size per dim.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// let a = Tensor::<f32, (Rows,)>::rand([3], 1);
+    /// assert_eq!(a.to_vec(), Tensor::<f32, (Rows,)>::rand([3], 1).to_vec());
+    /// ```
+    pub fn rand(sizes: S::Sizes, seed: u64) -> Self {
+        Tensor::wrap(DynTensor::rand(sizes.as_ref(), seed))
+    }
+
+    /// Seeded standard normal samples, one size per dim.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Hidden }
+    /// assert_eq!(Tensor::<f32, (Batch, Hidden)>::randn([2, 8], 0).shape(), &[2, 8]);
+    /// ```
+    pub fn randn(sizes: S::Sizes, seed: u64) -> Self {
+        Tensor::wrap(DynTensor::randn(sizes.as_ref(), seed))
+    }
+
+    /// Seeded normal samples with the given mean and standard deviation.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// assert_eq!(Tensor::<f64, (Rows,)>::normal([2], 5.0, 0.0, 0).to_vec(), vec![5.0, 5.0]);
+    /// ```
+    #[track_caller]
+    pub fn normal(sizes: S::Sizes, mean: f64, std: f64, seed: u64) -> Self {
+        Tensor::wrap(DynTensor::normal(sizes.as_ref(), mean, std, seed))
+    }
+}

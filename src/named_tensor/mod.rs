@@ -1,0 +1,267 @@
+//! [`Tensor<E, S, P>`]: a [`DynTensor`] whose dims have names checked by the compiler.
+//!
+//! `S` is a tuple of dims declared with [`dims!`](crate::dims) (the visible dims) and `P`
+//! a tuple of private dims hidden by [`Tensor::mask_to`]. The full tensor's axes are `P`
+//! followed by `S`. A `Tensor` is the positional tensor plus zero-sized type information:
+//! every named operation resolves its names to axis positions at compile time (see
+//! [`crate::named`]) and calls the positional operation with those constants, so it runs
+//! exactly as fast as the positional call.
+//!
+//! ```
+//! use namedtensor::{dims, Tensor};
+//! dims! { Batch, Channels, Rows, Cols }
+//! let img = Tensor::<f32, (Batch, Channels, Rows, Cols)>::ones([2, 3, 4, 5]);
+//! let gray = img.sum::<Channels>();                // (Batch, Rows, Cols)
+//! assert_eq!(gray.shape(), &[2, 4, 5]);
+//! assert_eq!(gray.size::<Rows>(), 4);
+//! ```
+
+mod binary;
+mod contract;
+mod create;
+mod join;
+mod reduce;
+mod view;
+
+pub use create::ShapeSizes;
+
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::named::{HasDim, Shape};
+use crate::tensor::DynTensor;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A tensor with named dims `S` (visible) and `P` (private, see [`Tensor::mask_to`]).
+///
+/// Invariant: the positional tensor inside has rank `P::RANK + S::RANK`, its first
+/// `P::RANK` axes are the private dims and the rest are `S`, in order.
+///
+/// ```
+/// use namedtensor::{dims, DynTensor, Tensor};
+/// dims! { Rows, Cols }
+/// let t: Tensor<f32, (Rows, Cols)> = DynTensor::from_vec(vec![1., 2., 3., 4., 5., 6.], &[2, 3])
+///     .refine_names()
+///     .unwrap();
+/// assert_eq!(t.names(), ["Rows", "Cols"]);
+/// assert_eq!(t.sum::<Rows>().into_dyn().to_vec(), vec![5., 7., 9.]);
+/// ```
+pub struct Tensor<E: Element, S: Shape, P: Shape = ()> {
+    raw: DynTensor<E>,
+    names: PhantomData<fn() -> (S, P)>,
+}
+
+impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+    /// Wraps a positional tensor whose rank is known to be `P::RANK + S::RANK`.
+    pub(crate) fn wrap(raw: DynTensor<E>) -> Self {
+        debug_assert_eq!(raw.dim(), P::RANK + S::RANK, "named tensor of the wrong rank");
+        Tensor {
+            raw,
+            names: PhantomData,
+        }
+    }
+
+    /// The positional tensor, dropping the names (no copy).
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// let t = Tensor::<i32, (Rows,)>::zeros([3]);
+    /// assert_eq!(t.into_dyn().shape(), &[3]);
+    /// ```
+    pub fn into_dyn(self) -> DynTensor<E> {
+        self.raw
+    }
+
+    /// The positional tensor, borrowed.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// assert_eq!(Tensor::<i32, (Rows,)>::zeros([3]).as_dyn().numel(), 3);
+    /// ```
+    pub fn as_dyn(&self) -> &DynTensor<E> {
+        &self.raw
+    }
+
+    /// The names of the visible dims, in order.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Rows }
+    /// assert_eq!(Tensor::<f32, (Batch, Rows)>::zeros([1, 2]).names(), ["Batch", "Rows"]);
+    /// ```
+    pub fn names(&self) -> &'static [&'static str] {
+        S::NAMES
+    }
+
+    /// The size of the visible dim `D`; naming a dim the tensor lacks is a compile error.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Rows }
+    /// assert_eq!(Tensor::<f32, (Batch, Rows)>::zeros([2, 5]).size::<Rows>(), 5);
+    /// ```
+    pub fn size<D>(&self) -> usize
+    where
+        S: HasDim<D, P>,
+    {
+        self.raw.shape()[<S as HasDim<D, P>>::AXIS as usize]
+    }
+
+    /// Sizes of the full tensor (private dims first).
+    pub fn shape(&self) -> &[usize] {
+        self.raw.shape()
+    }
+
+    /// Strides of the full tensor (private dims first).
+    pub fn stride(&self) -> &[usize] {
+        self.raw.stride()
+    }
+
+    /// The storage index of the first element.
+    pub fn storage_offset(&self) -> usize {
+        self.raw.storage_offset()
+    }
+
+    /// The storage this tensor is a view of.
+    pub fn storage(&self) -> &crate::Storage<E> {
+        self.raw.storage()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.raw.numel()
+    }
+
+    /// Whether the elements are in row-major order without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.raw.is_contiguous()
+    }
+
+    /// The elements in row-major order of the full shape.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// assert_eq!(Tensor::<u8, (Rows,)>::ones([2]).to_vec(), vec![1, 1]);
+    /// ```
+    pub fn to_vec(&self) -> Vec<E> {
+        self.raw.to_vec()
+    }
+
+    /// The value of a one-element tensor.
+    pub fn item(&self) -> E {
+        self.raw.item()
+    }
+
+    /// Another handle to the same storage (no copy).
+    pub fn shallow_clone(&self) -> Self {
+        Tensor::wrap(self.raw.shallow_clone())
+    }
+
+    /// This tensor if contiguous, otherwise a contiguous copy; names unchanged.
+    pub fn contiguous(&self) -> Self {
+        Tensor::wrap(self.raw.contiguous())
+    }
+
+    /// A copy with elements converted to `F`; names unchanged.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// let t = Tensor::<f32, (Rows,)>::full([2], 2.7).to_dtype::<i64>();
+    /// assert_eq!(t.to_vec(), vec![2, 2]);
+    /// ```
+    pub fn to_dtype<F: Element>(&self) -> Tensor<F, S, P> {
+        Tensor::wrap(self.raw.to_dtype::<F>())
+    }
+}
+
+impl<E: Element> DynTensor<E> {
+    /// Names the dims of this tensor `S` (no copy). Panics where
+    /// [`DynTensor::try_refine_names`] fails.
+    ///
+    /// ```
+    /// use namedtensor::{dims, DynTensor, Tensor};
+    /// dims! { Rows, Cols }
+    /// let t: Tensor<f32, (Rows, Cols)> = DynTensor::zeros(&[2, 3]).refine_names().unwrap();
+    /// assert_eq!(t.size::<Cols>(), 3);
+    /// ```
+    pub fn refine_names<S: Shape>(self) -> Result<Tensor<E, S>> {
+        self.try_refine_names()
+    }
+
+    /// Names the dims of this tensor `S`, or an error if its rank is not `S`'s.
+    ///
+    /// ```
+    /// use namedtensor::{dims, DynTensor, ErrorKind};
+    /// dims! { Rows, Cols }
+    /// let e = DynTensor::<f32>::zeros(&[2]).try_refine_names::<(Rows, Cols)>().unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    /// ```
+    pub fn try_refine_names<S: Shape>(self) -> Result<Tensor<E, S>> {
+        if self.dim() != S::RANK {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                "refine_names",
+                format!(
+                    "a tensor of rank {} (shape {:?}) cannot take the {} names {:?}",
+                    self.dim(),
+                    self.shape(),
+                    S::RANK,
+                    S::NAMES
+                ),
+            ));
+        }
+        Ok(Tensor::wrap(self))
+    }
+}
+
+impl<E: Element, S: Shape, P: Shape> Clone for Tensor<E, S, P> {
+    /// A deep copy, like [`DynTensor`]'s `clone`.
+    fn clone(&self) -> Self {
+        Tensor::wrap(self.raw.clone())
+    }
+}
+
+impl<E: Element, S: Shape, P: Shape> fmt::Display for Tensor<E, S, P> {
+    /// The positional display followed by the names, as PyTorch prints named tensors.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let t = Tensor::<f32, (Rows, Cols)>::ones([1, 2]);
+    /// assert_eq!(t.to_string(), "tensor([[1., 1.]], names=('Rows', 'Cols'))");
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.raw.to_string();
+        let body = s.strip_suffix(')').unwrap_or(&s);
+        let names: Vec<String> = P::NAMES
+            .iter()
+            .map(|n| format!("<{n}>"))
+            .chain(S::NAMES.iter().map(|n| format!("'{n}'")))
+            .collect();
+        let tuple = if names.len() == 1 {
+            format!("({},)", names[0])
+        } else {
+            format!("({})", names.join(", "))
+        };
+        write!(f, "{body}, names={tuple})")
+    }
+}
+
+impl<E: Element, S: Shape, P: Shape> fmt::Debug for Tensor<E, S, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Tensor {{ names: {:?}, private: {:?}, shape: {:?}, strides: {:?}, offset: {}, dtype: {} }}",
+            S::NAMES,
+            P::NAMES,
+            self.raw.shape(),
+            self.raw.stride(),
+            self.raw.storage_offset(),
+            E::DTYPE
+        )
+    }
+}

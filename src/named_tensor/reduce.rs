@@ -1,0 +1,1 @@
+//! (filled in after the compute merge)
