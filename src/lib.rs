@@ -29,6 +29,7 @@ mod device;
 pub mod dtype;
 mod error;
 pub mod layout;
+mod ops;
 pub mod storage;
 mod tensor;
 
