@@ -1,4 +1,10 @@
 //! Operations on [`DynTensor`](crate::DynTensor) beyond the core views: one file per concept,
 //! each a set of `DynTensor` methods (or functions) over the kernels in `backend`.
 
+mod flip;
+mod index_select;
+mod join;
 mod matmul;
+mod repeat;
+mod split;
+mod triangular;
