@@ -40,6 +40,7 @@ pub use device::Device;
 pub use dtype::{DType, Element, Float};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
+pub use ops::{load_tensors, save_tensors};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};

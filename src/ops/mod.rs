@@ -6,5 +6,8 @@ mod index_select;
 mod join;
 mod matmul;
 mod repeat;
+mod serialize;
 mod split;
 mod triangular;
+
+pub use serialize::{load_tensors, save_tensors};
