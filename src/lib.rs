@@ -31,6 +31,7 @@ mod error;
 pub mod layout;
 pub mod named;
 mod named_tensor;
+mod ops;
 pub mod storage;
 mod tensor;
 
@@ -43,6 +44,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
 pub use named_tensor::{ShapeSizes, Tensor};
+pub use ops::{load_tensors, save_tensors};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};

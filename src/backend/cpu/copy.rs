@@ -2,20 +2,32 @@
 //! fill a strided view.
 
 use super::parallel::for_each_row_chunk;
+<<<<<<< HEAD
 use crate::layout::{Coalesced, Layout, contiguous_strides};
+=======
+use super::transpose::{tiled_to_vec, Bits, Mapped};
+use crate::layout::{contiguous_strides, Coalesced, Layout};
+>>>>>>> matmul
 
 /// The elements of `layout` over `src`, in row-major order of the layout's shape.
 pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> Vec<E> {
+    if let Some(out) = tiled_to_vec(src, layout, &Bits) {
+        return out;
+    }
     map_to_vec(src, layout, |x| x)
 }
 
 /// `f` applied to every element of `layout` over `src`, in row-major order. Large inputs are
-/// split by rows across the thread pool.
+/// split by rows across the thread pool. A source whose innermost dim is strided (a
+/// transposed or permuted view) is copied in tiles (see [`super::transpose`]).
 pub(crate) fn map_to_vec<E: Copy + Sync, F: Send>(
     src: &[E],
     layout: &Layout,
     f: impl Fn(E) -> F + Sync,
 ) -> Vec<F> {
+    if let Some(out) = tiled_to_vec(src, layout, &Mapped(&f)) {
+        return out;
+    }
     let n = layout.numel();
     let out_strides = contiguous_strides(layout.sizes()).expect("numel is checked in layouts");
     // Walking the source jointly with the row-major output makes every walk row one
