@@ -2,12 +2,8 @@
 //! fill a strided view.
 
 use super::parallel::for_each_row_chunk;
-<<<<<<< HEAD
+use super::transpose::{Bits, Mapped, tiled_to_vec};
 use crate::layout::{Coalesced, Layout, contiguous_strides};
-=======
-use super::transpose::{tiled_to_vec, Bits, Mapped};
-use crate::layout::{contiguous_strides, Coalesced, Layout};
->>>>>>> matmul
 
 /// The elements of `layout` over `src`, in row-major order of the layout's shape.
 pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> Vec<E> {
