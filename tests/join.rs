@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{indices, make_view, shape, view_kind, ViewKind};
+use common::{ViewKind, indices, make_view, shape, view_kind};
 use namedtensor::{DynTensor, ErrorKind};
 use proptest::prelude::*;
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{make_view, to_f64, values, ViewKind, VIEW_KINDS};
+use common::{VIEW_KINDS, ViewKind, make_view, to_f64, values};
 use half::{bf16, f16};
 use namedtensor::{DynTensor, Element, ErrorKind};
 use proptest::prelude::*;

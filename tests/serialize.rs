@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{make_view, ViewKind, VIEW_KINDS};
+use common::{VIEW_KINDS, ViewKind, make_view};
 use half::{bf16, f16};
-use namedtensor::{load_tensors, save_tensors, DynTensor, Element, ErrorKind};
+use namedtensor::{DynTensor, Element, ErrorKind, load_tensors, save_tensors};
 use std::path::PathBuf;
 
 /// A fresh path in a per-test directory (removed when the guard drops).

@@ -161,10 +161,12 @@ fn parse_decl(chunk: &[TokenTree]) -> Result<Decl, Error> {
                 attrs.extend_from_slice(&chunk[i..i + 2]);
                 i += 2;
             }
-            Some(t) => return Err(Error::new(
-                t.span(),
-                "expected `[` after `#`: only outer attributes `#[...]` may precede a dimension",
-            )),
+            Some(t) => {
+                return Err(Error::new(
+                    t.span(),
+                    "expected `[` after `#`: only outer attributes `#[...]` may precede a dimension",
+                ));
+            }
             None => return Err(Error::new(p.span(), "expected an attribute after `#`")),
         }
     }
@@ -189,7 +191,7 @@ fn parse_decl(chunk: &[TokenTree]) -> Result<Decl, Error> {
             return Err(Error::new(
                 t.span(),
                 format!("expected a dimension name (an identifier), found `{t}`"),
-            ))
+            ));
         }
         None => {
             let span = chunk.last().map_or_else(Span::call_site, TokenTree::span);
@@ -226,13 +228,13 @@ fn parse_decl(chunk: &[TokenTree]) -> Result<Decl, Error> {
                 return Err(Error::new(
                     t.span(),
                     format!("expected an integer id such as `0x1234` after `=`, found `{t}`"),
-                ))
+                ));
             }
             None => {
                 return Err(Error::new(
                     t.span(),
                     "expected an integer id such as `0x1234` after `=`",
-                ))
+                ));
             }
         }
         if let Some(t) = chunk.get(i + 2) {
@@ -264,7 +266,9 @@ const KEYWORDS: &[&str] = &[
 /// allowed, optionally suffixed `u64`.
 fn parse_id(lit: &str) -> Result<u64, String> {
     let bad = || {
-        format!("`{lit}` is not a valid id: expected an unsigned integer literal such as `0x1234` (at most 64 bits)")
+        format!(
+            "`{lit}` is not a valid id: expected an unsigned integer literal such as `0x1234` (at most 64 bits)"
+        )
     };
     if lit.starts_with(['"', '\'', 'b', 'c', 'r']) {
         return Err(bad());
@@ -448,7 +452,7 @@ fn template(code: &str, subs: &[(&str, TokenStream)]) -> TokenStream {
 
 #[cfg(test)]
 mod tests {
-    use super::{hash64, parse_id, KEYWORDS};
+    use super::{KEYWORDS, hash64, parse_id};
 
     #[test]
     fn ids_parse_in_every_radix() {
@@ -463,9 +467,11 @@ mod tests {
 
     #[test]
     fn bad_ids_are_rejected_with_a_reason() {
-        assert!(parse_id("0x1_0000_0000_0000_0000")
-            .unwrap_err()
-            .contains("at most 64 bits"));
+        assert!(
+            parse_id("0x1_0000_0000_0000_0000")
+                .unwrap_err()
+                .contains("at most 64 bits")
+        );
         assert!(parse_id("5i32").unwrap_err().contains("not `i32`"));
         assert!(parse_id("7u8").unwrap_err().contains("not `u8`"));
         assert!(parse_id("\"12\"").is_err());

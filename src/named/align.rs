@@ -2,7 +2,7 @@
 //! `align_as`) and [`PermuteTo`] (exact permutation: `permute`).
 
 use super::assert::{AlignTarget, NotMasked, PermuteComplete, PermuteKnown};
-use super::axes::{alignment, permutation, Alignment, Axes, Ids};
+use super::axes::{Alignment, Axes, Ids, alignment, permutation};
 use super::list::{AfterPass, FirstIn, FirstNotIn, Joined, ListOf, Masked, Then};
 use super::shape::Shape;
 

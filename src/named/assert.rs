@@ -13,7 +13,7 @@
 //! The traits are public because they appear in the operations' `where` clauses; there
 //! is never a reason to implement or name them.
 
-use super::logic::{Bool, B0, B1};
+use super::logic::{B0, B1, Bool};
 
 /// The witness of a rule that holds.
 ///

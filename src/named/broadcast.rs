@@ -7,7 +7,7 @@
 //! may not be a private dimension of the other.
 
 use super::assert::{NoMaskedLeak, Pass, PositionalMatch, PrivateDimsAgree, SameDimSet};
-use super::axes::{alignment, Alignment, Ids};
+use super::axes::{Alignment, Ids, alignment};
 use super::list::{
     AfterPass, FirstIn, FirstNotIn, HNil, IsEmpty, ListOf, ReverseOnto, Reversed, SameList, Then,
     Union, ZipFromRight,

@@ -2,7 +2,7 @@
 //! (`matmul`, by position with names checked).
 
 use super::assert::{DimInShape, MatmulDims, NoMaskedLeak, NotMasked, PrivateDimsAgree};
-use super::axes::{alignment, Alignment, Ids};
+use super::axes::{Alignment, Ids, alignment};
 use super::broadcast::{JoinedPrivate, Leak, PrivateAgree};
 use super::dim::{DimEq, Dims};
 use super::list::{

@@ -5,7 +5,7 @@
 use super::assert::DistinctIds;
 use super::id::{IdEq, TypeLevelId};
 use super::list::{HCons, HNil};
-use super::logic::{Bool, B0};
+use super::logic::{B0, Bool};
 use super::shape::Shape;
 use core::fmt::Debug;
 

@@ -13,7 +13,7 @@
 //! assert_eq!(<Small as TypeLevelId>::VALUE, 0x1f);
 //! ```
 
-use super::logic::{Bool, B0, B1};
+use super::logic::{B0, B1, Bool};
 use core::marker::PhantomData;
 
 /// One digit of an id followed by the remaining digits.

@@ -79,10 +79,10 @@ pub use broadcast::{Broadcast, BroadcastPositional, SameDims};
 pub use contract::{Contract, Contraction, MatMul};
 pub use dim::{Dim, DimEq, Dims, NoDim};
 pub use mask::{MaskTo, Unmask};
-pub use reduce::{axis_of, HasDim, ReduceOver, RemoveDim};
+pub use reduce::{HasDim, ReduceOver, RemoveDim, axis_of};
 pub use rename::Rename;
 pub use reshape::{MergeDims, ReplaceDim, Stack};
-pub use shape::{names, rank, RankTooLarge, Shape, ToTuple, Tuple, MAX_RANK};
+pub use shape::{MAX_RANK, RankTooLarge, Shape, ToTuple, Tuple, names, rank};
 
 #[doc(hidden)]
 pub use namedtensor_macros::__dims;

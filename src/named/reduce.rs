@@ -2,7 +2,7 @@
 //! or several ([`ReduceOver`]).
 
 use super::assert::{DimInShape, NotMasked};
-use super::axes::{position, positions_in, Axes};
+use super::axes::{Axes, position, positions_in};
 use super::dim::{Dim, Dims};
 use super::list::{
     Diff, FirstIn, FirstNotIn, HCons, HNil, Joined, ListOf, Masked, Missing, Remove,

@@ -8,7 +8,7 @@ use super::list::{
     AfterPass, Contains, Diff, FirstIn, FirstNotIn, HCons, HNil, IsPass, Joined, ListOf, Masked,
     Missing, Remove, ReplaceRun, Splice, Then,
 };
-use super::logic::{Bool, B1};
+use super::logic::{B1, Bool};
 use super::shape::{Shape, ToTuple, Tuple};
 
 /// Replaces the visible dimension `D` in place by the dims `With`.

@@ -29,7 +29,11 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!(scores.to_vec()[0], 4.0);
     /// ```
     #[track_caller]
-    pub fn dot<K, S2: Shape, P2: Shape>(&self, dims: K, other: &Tensor<E, S2, P2>) -> DotOut<E, S, K, S2, P, P2>
+    pub fn dot<K, S2: Shape, P2: Shape>(
+        &self,
+        dims: K,
+        other: &Tensor<E, S2, P2>,
+    ) -> DotOut<E, S, K, S2, P, P2>
     where
         S: Contract<K, S2, P, P2>,
     {
@@ -37,7 +41,11 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 
     /// [`Tensor::dot`], or an error naming the dims whose sizes disagree.
-    pub fn try_dot<K, S2: Shape, P2: Shape>(&self, _dims: K, other: &Tensor<E, S2, P2>) -> Result<DotOut<E, S, K, S2, P, P2>>
+    pub fn try_dot<K, S2: Shape, P2: Shape>(
+        &self,
+        _dims: K,
+        other: &Tensor<E, S2, P2>,
+    ) -> Result<DotOut<E, S, K, S2, P, P2>>
     where
         S: Contract<K, S2, P, P2>,
     {
@@ -104,7 +112,10 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!(c.shape(), &[2, 3, 5]);
     /// ```
     #[track_caller]
-    pub fn matmul<S2: Shape, P2: Shape>(&self, other: &Tensor<E, S2, P2>) -> MatMulOut<E, S, S2, P, P2>
+    pub fn matmul<S2: Shape, P2: Shape>(
+        &self,
+        other: &Tensor<E, S2, P2>,
+    ) -> MatMulOut<E, S, S2, P, P2>
     where
         S: MatMul<S2, P, P2>,
     {
@@ -112,7 +123,10 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 
     /// [`Tensor::matmul`], or an error when sizes disagree.
-    pub fn try_matmul<S2: Shape, P2: Shape>(&self, other: &Tensor<E, S2, P2>) -> Result<MatMulOut<E, S, S2, P, P2>>
+    pub fn try_matmul<S2: Shape, P2: Shape>(
+        &self,
+        other: &Tensor<E, S2, P2>,
+    ) -> Result<MatMulOut<E, S, S2, P, P2>>
     where
         S: MatMul<S2, P, P2>,
     {

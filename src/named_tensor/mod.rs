@@ -54,7 +54,11 @@ pub struct Tensor<E: Element, S: Shape, P: Shape = ()> {
 impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// Wraps a positional tensor whose rank is known to be `P::RANK + S::RANK`.
     pub(crate) fn wrap(raw: DynTensor<E>) -> Self {
-        debug_assert_eq!(raw.dim(), P::RANK + S::RANK, "named tensor of the wrong rank");
+        debug_assert_eq!(
+            raw.dim(),
+            P::RANK + S::RANK,
+            "named tensor of the wrong rank"
+        );
         Tensor {
             raw,
             names: PhantomData,

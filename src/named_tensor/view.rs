@@ -6,8 +6,8 @@ use super::Tensor;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::named::{
-    AlignTo, Alignment, HasDim, MaskTo, MergeDims, PermuteTo, RemoveDim, Rename, ReplaceDim,
-    Shape, Unmask,
+    AlignTo, Alignment, HasDim, MaskTo, MergeDims, PermuteTo, RemoveDim, Rename, ReplaceDim, Shape,
+    Unmask,
 };
 use crate::tensor::DynTensor;
 
@@ -36,11 +36,11 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// let t = Tensor::<f32, (Batch, Height)>::zeros([2, 3]).rename::<Height, Crop>();
     /// assert_eq!(t.names(), ["Batch", "Crop"]);
     /// ```
-    pub fn rename<Old, New>(self) -> Tensor<E, <S as Rename<Old, New, P>>::Out, P>
+    pub fn rename<Old, New>(&self) -> Tensor<E, <S as Rename<Old, New, P>>::Out, P>
     where
         S: Rename<Old, New, P>,
     {
-        Tensor::wrap(self.raw)
+        Tensor::wrap(self.raw.shallow_clone())
     }
 
     /// Reorders the dims to `T`, a permutation of them (a view).
@@ -110,11 +110,11 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!(inner.names(), ["Seq", "Hidden"]);
     /// assert_eq!(inner.shape(), &[2, 3, 4]); // the batch is still there
     /// ```
-    pub fn mask_to<D>(self) -> Tensor<E, <S as MaskTo<D, P>>::Out, <S as MaskTo<D, P>>::Private>
+    pub fn mask_to<D>(&self) -> Tensor<E, <S as MaskTo<D, P>>::Out, <S as MaskTo<D, P>>::Private>
     where
         S: MaskTo<D, P>,
     {
-        Tensor::wrap(self.raw)
+        Tensor::wrap(self.raw.shallow_clone())
     }
 
     /// Makes the private dims visible again, in front (no copy).
@@ -125,11 +125,11 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// let x = Tensor::<f32, (Batch, Seq)>::ones([2, 3]).mask_to::<Batch>();
     /// assert_eq!(x.unmask().names(), ["Batch", "Seq"]);
     /// ```
-    pub fn unmask(self) -> Tensor<E, <S as Unmask<P>>::Out>
+    pub fn unmask(&self) -> Tensor<E, <S as Unmask<P>>::Out>
     where
         S: Unmask<P>,
     {
-        Tensor::wrap(self.raw)
+        Tensor::wrap(self.raw.shallow_clone())
     }
 
     /// Splits dim `D` into the dims `With` with the given sizes (one may be `-1`): a view
@@ -143,7 +143,10 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!((s.size::<Height>(), s.size::<Width>()), (3, 4));
     /// ```
     #[track_caller]
-    pub fn split<D, With: Shape>(&self, sizes: &[isize]) -> Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>
+    pub fn split<D, With: Shape>(
+        &self,
+        sizes: &[isize],
+    ) -> Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>
     where
         S: ReplaceDim<D, With, P>,
     {
@@ -152,7 +155,10 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
 
     /// [`Tensor::split`], or an error when the sizes do not multiply to `D`'s size or their
     /// count is not `With`'s rank.
-    pub fn try_split<D, With: Shape>(&self, sizes: &[isize]) -> Result<Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>>
+    pub fn try_split<D, With: Shape>(
+        &self,
+        sizes: &[isize],
+    ) -> Result<Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>>
     where
         S: ReplaceDim<D, With, P>,
     {
@@ -161,12 +167,20 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
             return Err(crate::Error::new(
                 crate::ErrorKind::ShapeMismatch,
                 "split",
-                format!("{} sizes {sizes:?} given for the {} dims {:?}", sizes.len(), With::RANK, With::NAMES),
+                format!(
+                    "{} sizes {sizes:?} given for the {} dims {:?}",
+                    sizes.len(),
+                    With::RANK,
+                    With::NAMES
+                ),
             ));
         }
         let size = self.raw.shape()[axis];
         let piece = crate::layout::infer_shape("split", sizes, &[size])?;
-        let mut shape: Vec<isize> = self.raw.shape()[..axis].iter().map(|&s| s as isize).collect();
+        let mut shape: Vec<isize> = self.raw.shape()[..axis]
+            .iter()
+            .map(|&s| s as isize)
+            .collect();
         shape.extend(piece.iter().map(|&s| s as isize));
         shape.extend(self.raw.shape()[axis + 1..].iter().map(|&s| s as isize));
         Ok(Tensor::wrap(self.raw.try_reshape(&shape)?))
@@ -186,7 +200,10 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     where
         S: MergeDims<Src, New, P>,
     {
-        let (start, end) = (<S as MergeDims<Src, New, P>>::START, <S as MergeDims<Src, New, P>>::END);
+        let (start, end) = (
+            <S as MergeDims<Src, New, P>>::START,
+            <S as MergeDims<Src, New, P>>::END,
+        );
         Tensor::wrap(self.raw.flatten(start, end))
     }
 
@@ -212,7 +229,9 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     where
         S: RemoveDim<D, P>,
     {
-        Ok(Tensor::wrap(self.raw.try_select(<S as RemoveDim<D, P>>::AXIS, index)?))
+        Ok(Tensor::wrap(
+            self.raw.try_select(<S as RemoveDim<D, P>>::AXIS, index)?,
+        ))
     }
 
     /// The same as [`Tensor::select`] (Harvard NamedTensor's `get`).
@@ -244,7 +263,9 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     {
         let axis = <S as RemoveDim<D, P>>::AXIS;
         let n = self.raw.shape()[axis as usize];
-        (0..n).map(|i| Tensor::wrap(self.raw.select(axis, i as isize))).collect()
+        (0..n)
+            .map(|i| Tensor::wrap(self.raw.select(axis, i as isize)))
+            .collect()
     }
 
     /// Keeps `length` entries of `D` from `start` on (a view; the name stays). Panics where
@@ -269,7 +290,11 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     where
         S: HasDim<D, P>,
     {
-        Ok(Tensor::wrap(self.raw.try_narrow(<S as HasDim<D, P>>::AXIS, start, length)?))
+        Ok(Tensor::wrap(self.raw.try_narrow(
+            <S as HasDim<D, P>>::AXIS,
+            start,
+            length,
+        )?))
     }
 
     /// [`Tensor::narrow`] that also renames the narrowed dim to `New`, so it no longer
@@ -283,10 +308,17 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!(w.names(), ["Window"]);
     /// ```
     #[track_caller]
-    pub fn narrow_as<D, New>(&self, start: isize, length: usize) -> Tensor<E, <S as Rename<D, New, P>>::Out, P>
+    pub fn narrow_as<D, New>(
+        &self,
+        start: isize,
+        length: usize,
+    ) -> Tensor<E, <S as Rename<D, New, P>>::Out, P>
     where
         S: Rename<D, New, P>,
     {
-        Tensor::wrap(self.raw.narrow(<S as Rename<D, New, P>>::AXIS, start, length))
+        Tensor::wrap(
+            self.raw
+                .narrow(<S as Rename<D, New, P>>::AXIS, start, length),
+        )
     }
 }

@@ -4,7 +4,7 @@ use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::normalize_dim;
-use crate::tensor::{or_panic, DynTensor};
+use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
     /// A contiguous copy with the order of entries reversed along each dim in `dims` (strides

@@ -10,7 +10,7 @@ use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{for_each_block, normalize_dim};
 use crate::storage::with_read2;
-use crate::tensor::{or_panic, DynTensor};
+use crate::tensor::{DynTensor, or_panic};
 
 /// Fails unless every element of `index` (over `slice`) is in `0..size`.
 fn check_indices(

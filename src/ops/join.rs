@@ -17,7 +17,7 @@ use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{checked_numel, normalize_dim};
 use crate::storage::with_read_all;
-use crate::tensor::{or_panic, DynTensor};
+use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
     /// Concatenates `tensors` along `dim`: their shapes must be equal except in `dim`. The

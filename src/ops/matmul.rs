@@ -14,12 +14,12 @@
 //! once); integers accumulate in `i64` and wrap like the element type's arithmetic. `bool`
 //! tensors are refused, as in PyTorch.
 
-use crate::backend::cpu::{matmul as kernel, Batched};
+use crate::backend::cpu::{Batched, matmul as kernel};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::{broadcast_shapes, checked_numel, Coalesced, Layout};
+use crate::layout::{Coalesced, Layout, broadcast_shapes, checked_numel};
 use crate::storage::with_read2;
-use crate::tensor::{or_panic, DynTensor};
+use crate::tensor::{DynTensor, or_panic};
 use half::bf16;
 use std::any::Any;
 
@@ -238,7 +238,7 @@ impl<E: Element> DynTensor<E> {
                     op,
                     "matrix products of bool tensors are not defined (as in PyTorch); convert \
                      with to_dtype first",
-                ))
+                ));
             }
             DType::BF16 => {
                 // bf16 has too few bits to accumulate in: compute in f32, round once.

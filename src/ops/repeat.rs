@@ -2,8 +2,8 @@
 
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::{checked_numel, Layout};
-use crate::tensor::{or_panic, DynTensor};
+use crate::layout::{Layout, checked_numel};
+use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
     /// A contiguous copy repeated `repeats[d]` times along each dim (PyTorch's `repeat`, NumPy's

@@ -4,7 +4,7 @@
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::normalize_dim;
-use crate::tensor::{or_panic, DynTensor};
+use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
     /// Views of consecutive pieces of `size` entries along `dim` (the last piece may be

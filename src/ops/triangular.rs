@@ -3,7 +3,7 @@
 use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::tensor::{or_panic, DynTensor};
+use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
     /// A contiguous copy keeping the elements on and below diagonal `diagonal` of each matrix

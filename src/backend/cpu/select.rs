@@ -6,7 +6,7 @@
 //! every source access is bounds-checked anyway.
 
 use super::parallel::for_each_row_chunk;
-use crate::layout::{contiguous_strides, Coalesced, Layout};
+use crate::layout::{Coalesced, Layout, contiguous_strides};
 use std::mem::MaybeUninit;
 
 /// Copies the row-major elements of `walk` (one operand, at `base` plus its offset) into

@@ -8,7 +8,7 @@
 //! stride in `c` transpose 8 × 8 (4 × 4) blocks in AVX registers.
 
 use super::parallel::for_each_row_range;
-use crate::layout::{contiguous_strides, Coalesced, Layout};
+use crate::layout::{Coalesced, Layout, contiguous_strides};
 use std::mem::MaybeUninit;
 
 /// Side of the square tiles: 16 4-byte elements are one cache line.
