@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Every declared name becomes a unit struct implementing `namedtensor::Dim` with its
-//! name, a 64-bit id and the same id as sixteen hexadecimal digit types (the form the
-//! compile-time name algebra compares). The id is a hash of where the name is declared
+//! name, a 64-bit id, the same id as sixteen hexadecimal digit types (the form the
+//! compile-time name algebra compares) and its first digit alone (compared first). The id is a hash of where the name is declared
 //! (package, version, crate, file relative to the package root, line, column, name), so
 //! it is the same on every machine and two declarations of one name in two places are two
 //! different dimensions. `Name = 0x…` gives an explicit id instead.
@@ -391,6 +391,7 @@ fn render(krate: &TokenStream, decl: &Decl, id: u64) -> TokenStream {
     digits.push_str("__KRATE::named::id::IEnd");
     digits.push_str(&">".repeat(16));
 
+    let lead = id >> 60;
     let code = format!(
         "__ATTRS
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -399,6 +400,7 @@ fn render(krate: &TokenStream, decl: &Decl, id: u64) -> TokenStream {
             const NAME: &'static str = __NAME_STR;
             const ID: u64 = __ID;
             type Id = {digits};
+            type Lead = __KRATE::named::id::X{lead:X};
         }}"
     );
     template(

@@ -41,7 +41,7 @@
 //! Each dimension type carries a 64-bit id as sixteen hexadecimal digit types
 //! ([`id`]), which makes type equality decidable ([`DimEq`]). Inside, shapes are
 //! frunk HLists, and the algebra on them ([`list`]) is total: it always yields a
-//! type. Rules are enforced only by the small traits of [`assert`], whose
+//! type. Rules are enforced only by the small traits of [`assert`](mod@assert), whose
 //! `#[diagnostic::on_unimplemented]` messages are the errors users see. Axis positions
 //! are then computed by `const fn`s from the shapes' ids.
 //!
@@ -95,6 +95,7 @@ pub use {
     align::{AlignToTarget, PermuteToTarget},
     broadcast::{BroadcastPositionalRhs, BroadcastRhs, SameDimsRhs},
     contract::{ContractRhs, MatMulRhs},
+    dim::DimEqRest,
     mask::MaskToArg,
     reduce::{HasDimArg, ReduceOverArg, RemoveDimArg},
     rename::RenameArg,
