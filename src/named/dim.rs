@@ -110,8 +110,8 @@ impl<A: Dim> DimEq<NoDim> for A {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is neither a dimension nor a tuple of dimensions",
-    label = "expected a `dims!` type or a tuple of them",
-    note = "write one dimension, `Rows`, or a tuple, `(Rows, Cols)`"
+    label = "expected a `dims!` type or a tuple of distinct ones",
+    note = "write one dimension, `Rows`, or a tuple of distinct dimensions, `(Rows, Cols)`"
 )]
 pub trait Dims {
     /// The dimensions as a list (see [`list`](super::list)).
@@ -122,6 +122,7 @@ pub trait Dims {
     const NAMES: &'static [&'static str];
 }
 
+#[diagnostic::do_not_recommend]
 impl<D: Dim> Dims for D {
     type List = HCons<D, HNil>;
     const IDS: &'static [u64] = &[D::ID];

@@ -184,28 +184,6 @@ impl<H, T: Diff<L>, L: Contains<H>> Diff<L> for HCons<H, T> {
         <<L as Contains<H>>::Out as Bool>::If<<T as Diff<L>>::Out, HCons<H, <T as Diff<L>>::Out>>;
 }
 
-/// The elements of `Self` that are also in `L`, in `Self`'s order.
-///
-/// ```
-/// use namedtensor::named::list::{Inter, ListOf};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Inter<ListOf<(C, A)>>>::Out>>(), ["A", "C"]);
-/// ```
-pub trait Inter<L> {
-    /// `Self ∩ L`.
-    type Out;
-}
-
-impl<L> Inter<L> for HNil {
-    type Out = HNil;
-}
-
-impl<H, T: Inter<L>, L: Contains<H>> Inter<L> for HCons<H, T> {
-    type Out =
-        <<L as Contains<H>>::Out as Bool>::If<HCons<H, <T as Inter<L>>::Out>, <T as Inter<L>>::Out>;
-}
-
 /// Splits the list by membership in `L`, keeping the order: `In` has the elements that
 /// are in `L`, `Out` the others.
 ///
