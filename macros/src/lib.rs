@@ -121,11 +121,18 @@ fn parse_decls(tokens: &[TokenTree]) -> Result<Vec<Decl>, Error> {
         }
         let decl = parse_decl(chunk)?;
         if let Some(first) = decls.iter().find(|d| d.bare_name == decl.bare_name) {
+            // Mention the first spelling only when it differs (`r#Batch` vs `Batch`).
+            let (first, this) = (first.name.to_string(), decl.name.to_string());
+            let first_as = if first == this {
+                String::new()
+            } else {
+                format!(" (first as `{first}`)")
+            };
             return Err(Error::new(
                 decl.name.span(),
                 format!(
-                    "`{}` is declared twice in this call (first as `{}`)",
-                    decl.bare_name, first.name
+                    "`{}` is declared twice in this call{first_as}",
+                    decl.bare_name
                 ),
             ));
         }

@@ -65,6 +65,11 @@ where
 
 /// Continues [`DimEq`] after the first digit: [`B0`] stops, [`B1`] compares whole ids.
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "cannot tell whether `{A}` and `{B}` are the same dimension: one of them is a generic type parameter",
+    label = "dimension equality unknown here",
+    note = "add the operation's trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>`"
+)]
 pub trait DimEqRest<A, B> {
     type Out: Bool;
 }
