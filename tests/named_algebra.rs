@@ -4,13 +4,13 @@
 //! axes), which must give the result's names: the positions are consistent with the
 //! types, not just equal to the numbers written here.
 
-use namedtensor::Dim;
-use namedtensor::named::id::TypeLevelId;
+use namedtensor::named::id::{Digit, TypeLevelId};
 use namedtensor::named::{
-    AlignTo, Alignment, Broadcast, BroadcastPositional, Contract, Contraction, HasDim, MaskTo,
-    MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim, Rename, ReplaceDim, SameDims, Shape,
-    Stack, Unmask, axis_of, names, rank,
+    axis_of, names, rank, AlignTo, Alignment, Broadcast, BroadcastPositional, Contract,
+    Contraction, HasDim, MaskTo, MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim, Rename,
+    ReplaceDim, SameDims, Shape, Stack, Unmask,
 };
+use namedtensor::Dim;
 
 namedtensor::dims! { A, B, C, D, E, F, G, H }
 namedtensor::dims! { Batch, Seq, Hidden, Out, Heads, Query, Key }
@@ -43,6 +43,7 @@ fn ids_match_their_digits_and_differ() {
     fn check<X: Dim>() {
         assert_eq!(<X::Id as TypeLevelId>::VALUE, X::ID, "{}", X::NAME);
         assert_eq!(<X::Id as TypeLevelId>::DIGITS, 16);
+        assert_eq!(<X::Lead as Digit>::VALUE, X::ID >> 60);
     }
     check::<A>();
     check::<H>();

@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Every declared name becomes a unit struct implementing `namedtensor::Dim` with its
-//! name, a 64-bit id and the same id as sixteen hexadecimal digit types (the form the
-//! compile-time name algebra compares). The id is a hash of where the name is declared
+//! name, a 64-bit id, the same id as sixteen hexadecimal digit types (the form the
+//! compile-time name algebra compares) and its first digit alone (compared first). The id is a hash of where the name is declared
 //! (package, version, crate, file relative to the package root, line, column, name), so
 //! it is the same on every machine and two declarations of one name in two places are two
 //! different dimensions. `Name = 0x…` gives an explicit id instead.
@@ -121,11 +121,18 @@ fn parse_decls(tokens: &[TokenTree]) -> Result<Vec<Decl>, Error> {
         }
         let decl = parse_decl(chunk)?;
         if let Some(first) = decls.iter().find(|d| d.bare_name == decl.bare_name) {
+            // Mention the first spelling only when it differs (`r#Batch` vs `Batch`).
+            let (first, this) = (first.name.to_string(), decl.name.to_string());
+            let first_as = if first == this {
+                String::new()
+            } else {
+                format!(" (first as `{first}`)")
+            };
             return Err(Error::new(
                 decl.name.span(),
                 format!(
-                    "`{}` is declared twice in this call (first as `{}`)",
-                    decl.bare_name, first.name
+                    "`{}` is declared twice in this call{first_as}",
+                    decl.bare_name
                 ),
             ));
         }
@@ -395,6 +402,7 @@ fn render(krate: &TokenStream, decl: &Decl, id: u64) -> TokenStream {
     digits.push_str("__KRATE::named::id::IEnd");
     digits.push_str(&">".repeat(16));
 
+    let lead = id >> 60;
     let code = format!(
         "__ATTRS
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -403,6 +411,7 @@ fn render(krate: &TokenStream, decl: &Decl, id: u64) -> TokenStream {
             const NAME: &'static str = __NAME_STR;
             const ID: u64 = __ID;
             type Id = {digits};
+            type Lead = __KRATE::named::id::X{lead:X};
         }}"
     );
     template(

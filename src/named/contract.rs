@@ -6,8 +6,8 @@ use super::axes::{Alignment, Ids, alignment};
 use super::broadcast::{JoinedPrivate, Leak, PrivateAgree};
 use super::dim::{DimEq, Dims};
 use super::list::{
-    Concat, Diff, FirstIn, FirstNotIn, HCons, HNil, Inter, IsEmpty, Joined, LastTwo, ListOf,
-    Missing, SameList, Union,
+    Concat, Diff, FirstIn, FirstNotIn, HCons, HNil, IsEmpty, Joined, LastTwo, ListOf, Missing,
+    Partition, SameList, Union,
 };
 use super::logic::Bool;
 use super::shape::{Shape, ToTuple, Tuple};
@@ -85,14 +85,16 @@ impl Contraction {
 
 /// `Self`'s dims without the contracted ones.
 type Kept<S, K> = <ListOf<S> as Diff<<K as Dims>::List>>::Out;
+/// The batch dims: the left operand's kept dims that the right one also has.
+type Batch<S1, S2, K> = <Kept<S1, K> as Partition<Kept<S2, K>>>::In;
+/// The left operand's free dims.
+type LhsFree<S1, S2, K> = <Kept<S1, K> as Partition<Kept<S2, K>>>::Out;
+/// The right operand's free dims: its kept dims that are not batch dims.
+type RhsFree<S1, S2, K> = <Kept<S2, K> as Diff<Batch<S1, S2, K>>>::Out;
 /// The dims of a contraction's result: batch (shared, not contracted, in the left
 /// operand's order), then the left operand's free dims, then the right operand's.
 type ContractedDims<S1, S2, K> =
-    <<Kept<S1, K> as Inter<Kept<S2, K>>>::Out as Concat<
-        <<Kept<S1, K> as Diff<Kept<S2, K>>>::Out as Concat<
-            <Kept<S2, K> as Diff<Kept<S1, K>>>::Out,
-        >>::Out,
-    >>::Out;
+    <Batch<S1, S2, K> as Concat<<LhsFree<S1, S2, K> as Concat<RhsFree<S1, S2, K>>>::Out>>::Out;
 
 /// Contraction by name (`a.dot(Hidden, &b)`): multiplies and sums over the dims `K` (one
 /// or a tuple), which both operands must have. Other shared dims are batch dims.
@@ -169,14 +171,10 @@ where
     PrivateAgree<P1, P2>: PrivateDimsAgree<P1, P2>,
     ListOf<S1>: Diff<K::List>,
     ListOf<S2>: Diff<K::List>,
-    Kept<S1, K>: Inter<Kept<S2, K>> + Diff<Kept<S2, K>>,
-    Kept<S2, K>: Diff<Kept<S1, K>>,
-    <Kept<S1, K> as Diff<Kept<S2, K>>>::Out: Concat<<Kept<S2, K> as Diff<Kept<S1, K>>>::Out>,
-    <Kept<S1, K> as Inter<Kept<S2, K>>>::Out: Concat<
-        <<Kept<S1, K> as Diff<Kept<S2, K>>>::Out as Concat<
-            <Kept<S2, K> as Diff<Kept<S1, K>>>::Out,
-        >>::Out,
-    >,
+    Kept<S1, K>: Partition<Kept<S2, K>>,
+    Kept<S2, K>: Diff<Batch<S1, S2, K>>,
+    LhsFree<S1, S2, K>: Concat<RhsFree<S1, S2, K>>,
+    Batch<S1, S2, K>: Concat<<LhsFree<S1, S2, K> as Concat<RhsFree<S1, S2, K>>>::Out>,
     ContractedDims<S1, S2, K>: ToTuple + FirstIn<ListOf<JoinedPrivate<P1, P2>>>,
     Tuple<ContractedDims<S1, S2, K>>: Shape,
     Leak<ContractedDims<S1, S2, K>, P1, P2>: NoMaskedLeak<JoinedPrivate<P1, P2>>,

@@ -3,10 +3,10 @@
 //! operations that accept either (`sum(Rows)` or `sum((Rows, Cols))`).
 
 use super::assert::DistinctIds;
-use super::id::{IdEq, TypeLevelId};
+use super::id::{Digit, DigitEq, IdEq, TypeLevelId};
 use super::list::{HCons, HNil};
-use super::logic::{B0, Bool};
-use super::shape::Shape;
+use super::logic::{Bool, B0, B1};
+use super::shape::{AsList, Shape};
 use core::fmt::Debug;
 
 /// A named dimension: a zero-sized marker type declared with [`dims!`](crate::dims).
@@ -33,6 +33,9 @@ pub trait Dim: 'static + Copy + Default + Debug + Send + Sync {
     const ID: u64;
     /// [`ID`](Dim::ID) as sixteen hexadecimal digit types (see [`id`](super::id)).
     type Id: TypeLevelId;
+    /// The first digit of [`Id`](Dim::Id). Comparing it first settles fifteen in sixteen
+    /// comparisons of different dimensions with one lookup.
+    type Lead: Digit;
 }
 
 /// Equality of dimension types by id, [`B1`](super::logic::B1) or [`B0`].
@@ -53,6 +56,29 @@ pub trait DimEq<Other> {
 }
 
 impl<A: Dim, B: Dim> DimEq<B> for A
+where
+    A::Lead: DigitEq<B::Lead>,
+    <A::Lead as DigitEq<B::Lead>>::Out: DimEqRest<A, B>,
+{
+    type Out = <<A::Lead as DigitEq<B::Lead>>::Out as DimEqRest<A, B>>::Out;
+}
+
+/// Continues [`DimEq`] after the first digit: [`B0`] stops, [`B1`] compares whole ids.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "cannot tell whether `{A}` and `{B}` are the same dimension: one of them is a generic type parameter",
+    label = "dimension equality unknown here",
+    note = "add the operation's trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>`"
+)]
+pub trait DimEqRest<A, B> {
+    type Out: Bool;
+}
+
+impl<A, B> DimEqRest<A, B> for B0 {
+    type Out = B0;
+}
+
+impl<A: Dim, B: Dim> DimEqRest<A, B> for B1
 where
     A::Id: IdEq<B::Id>,
     <A::Id as IdEq<B::Id>>::Out: DistinctIds<A, B>,
@@ -89,8 +115,8 @@ impl<A: Dim> DimEq<NoDim> for A {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is neither a dimension nor a tuple of dimensions",
-    label = "expected a `dims!` type or a tuple of them",
-    note = "write one dimension, `Rows`, or a tuple, `(Rows, Cols)`"
+    label = "expected a `dims!` type or a tuple of distinct ones",
+    note = "write one dimension, `Rows`, or a tuple of distinct dimensions, `(Rows, Cols)`"
 )]
 pub trait Dims {
     /// The dimensions as a list (see [`list`](super::list)).
@@ -101,6 +127,7 @@ pub trait Dims {
     const NAMES: &'static [&'static str];
 }
 
+#[diagnostic::do_not_recommend]
 impl<D: Dim> Dims for D {
     type List = HCons<D, HNil>;
     const IDS: &'static [u64] = &[D::ID];
@@ -113,7 +140,7 @@ macro_rules! tuple_dims {
         where
             Self: Shape,
         {
-            type List = <Self as Shape>::List;
+            type List = <Self as AsList>::List;
             const IDS: &'static [u64] = <Self as Shape>::IDS;
             const NAMES: &'static [&'static str] = <Self as Shape>::NAMES;
         }

@@ -83,6 +83,11 @@ pub trait Digit {
 /// use namedtensor::named::logic::Bool;
 /// assert!(!<<X3 as DigitEq<X4>>::Out as Bool>::VALUE);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "cannot tell whether two dimensions are equal: one of them is a generic type parameter",
+    label = "dimension equality unknown here",
+    note = "add the operation's trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>`"
+)]
 pub trait DigitEq<Other> {
     /// [`B1`] if the digits are equal.
     type Out: Bool;

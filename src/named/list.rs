@@ -19,8 +19,8 @@
 
 use super::assert::Pass;
 use super::dim::{Dim, DimEq, NoDim};
-use super::logic::{B0, B1, Bool};
-use super::shape::Shape;
+use super::logic::{Bool, B0, B1};
+use super::shape::AsList;
 
 pub use frunk::hlist::{HCons, HNil};
 
@@ -31,7 +31,7 @@ pub use frunk::hlist::{HCons, HNil};
 /// namedtensor::dims! { A, B }
 /// let _: core::marker::PhantomData<ListOf<(A, B)>> = core::marker::PhantomData::<HCons<A, HCons<B, HNil>>>;
 /// ```
-pub type ListOf<S> = <S as Shape>::List;
+pub type ListOf<S> = <S as AsList>::List;
 
 /// Two lists seen as one set, for membership tests: `Joined<S, P>` contains what `S`
 /// or `P` contains. Used to look a name up among a tensor's visible and private dims.
@@ -184,26 +184,38 @@ impl<H, T: Diff<L>, L: Contains<H>> Diff<L> for HCons<H, T> {
         <<L as Contains<H>>::Out as Bool>::If<<T as Diff<L>>::Out, HCons<H, <T as Diff<L>>::Out>>;
 }
 
-/// The elements of `Self` that are also in `L`, in `Self`'s order.
+/// Splits the list by membership in `L`, keeping the order: `In` has the elements that
+/// are in `L`, `Out` the others.
 ///
 /// ```
-/// use namedtensor::named::list::{Inter, ListOf};
+/// use namedtensor::named::list::{ListOf, Partition};
 /// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Inter<ListOf<(C, A)>>>::Out>>(), ["A", "C"]);
+/// namedtensor::dims! { A, B, C, D }
+/// type L = ListOf<(A, B, C, D)>;
+/// assert_eq!(names::<Tuple<<L as Partition<ListOf<(D, B)>>>::In>>(), ["B", "D"]);
+/// assert_eq!(names::<Tuple<<L as Partition<ListOf<(D, B)>>>::Out>>(), ["A", "C"]);
 /// ```
-pub trait Inter<L> {
-    /// `Self ∩ L`.
+pub trait Partition<L> {
+    /// The elements in `L`.
+    type In;
+    /// The elements not in `L`.
     type Out;
 }
 
-impl<L> Inter<L> for HNil {
+impl<L> Partition<L> for HNil {
+    type In = HNil;
     type Out = HNil;
 }
 
-impl<H, T: Inter<L>, L: Contains<H>> Inter<L> for HCons<H, T> {
-    type Out =
-        <<L as Contains<H>>::Out as Bool>::If<HCons<H, <T as Inter<L>>::Out>, <T as Inter<L>>::Out>;
+impl<H, T: Partition<L>, L: Contains<H>> Partition<L> for HCons<H, T> {
+    type In = <<L as Contains<H>>::Out as Bool>::If<
+        HCons<H, <T as Partition<L>>::In>,
+        <T as Partition<L>>::In,
+    >;
+    type Out = <<L as Contains<H>>::Out as Bool>::If<
+        <T as Partition<L>>::Out,
+        HCons<H, <T as Partition<L>>::Out>,
+    >;
 }
 
 /// `Self` followed by the elements of `L` it lacks: the by-name broadcasting order.

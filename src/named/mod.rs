@@ -22,15 +22,16 @@
 //! // `img.permute::<(Batch, Rows, Cols, Channels)>()`: NCHW to NHWC.
 //! assert_eq!(<Image as PermuteTo<(Batch, Rows, Cols, Channels)>>::PERM, [0, 2, 3, 1]);
 //!
-//! // `img.dot(Cols, &img)`: Gram matrix per batch and channel... of rows with rows.
-//! type Gram = <Image as Contract<Cols, Image>>::Out;
-//! assert_eq!(names::<Gram>(), ["Batch", "Channels", "Rows"]);
+//! // `img.dot(Cols, &img)`: the shared dims not contracted are batch dims, so this is
+//! // the dot product of every row with itself.
+//! type RowNorms = <Image as Contract<Cols, Image>>::Out;
+//! assert_eq!(names::<RowNorms>(), ["Batch", "Channels", "Rows"]);
 //! ```
 //!
 //! # Conventions
 //!
 //! - Axis positions are `isize`, as in the positional API, and index the *full* tensor:
-//!   private (masked) dims first, then visible dims. See [`axes`](self::Axes).
+//!   private (masked) dims first, then visible dims (see [`Axes`], [`Alignment`]).
 //! - Every operation trait takes the tensor's private dims as a parameter defaulting to
 //!   `()`, and binary operations take both operands' (see [`MaskTo`]).
 //! - Generic code states the operation it needs as a bound on the whole shape,
@@ -41,7 +42,7 @@
 //! Each dimension type carries a 64-bit id as sixteen hexadecimal digit types
 //! ([`id`]), which makes type equality decidable ([`DimEq`]). Inside, shapes are
 //! frunk HLists, and the algebra on them ([`list`]) is total: it always yields a
-//! type. Rules are enforced only by the small traits of [`assert`], whose
+//! type. Rules are enforced only by the small traits of [`assert`](mod@assert), whose
 //! `#[diagnostic::on_unimplemented]` messages are the errors users see. Axis positions
 //! are then computed by `const fn`s from the shapes' ids.
 //!
@@ -51,7 +52,7 @@
 //! call infers last: the other operand's dims, or the dimension argument. The trait
 //! solver never selects an impl for a type it has not inferred yet, so `a.dot(Hidden,
 //! &b)` is checked once `b`'s dims are known instead of being expanded symbolically
-//! first, which made such calls several times slower to compile. For the same reason
+//! first, which made such calls two to three times slower to compile. For the same reason
 //! the list algebra's impls dispatch only on a list's outermost constructor: a partially
 //! inferred list never sends the solver into unbounded recursion.
 //! `benches/compile-time` measures a crate of 300 operations.
@@ -95,6 +96,7 @@ pub use {
     align::{AlignToTarget, PermuteToTarget},
     broadcast::{BroadcastPositionalRhs, BroadcastRhs, SameDimsRhs},
     contract::{ContractRhs, MatMulRhs},
+    dim::DimEqRest,
     mask::MaskToArg,
     reduce::{HasDimArg, ReduceOverArg, RemoveDimArg},
     rename::RenameArg,

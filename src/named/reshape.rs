@@ -5,8 +5,8 @@ use super::assert::{DimInShape, MergeAdjacent, NotAlreadyPresent, NotMasked, Pas
 use super::axes::position;
 use super::dim::{Dim, Dims};
 use super::list::{
-    AfterPass, Contains, Diff, FirstIn, FirstNotIn, HCons, HNil, IsPass, Joined, ListOf, Masked,
-    Missing, Remove, ReplaceRun, Splice, Then,
+    AfterPass, Contains, Diff, FindDup, FirstIn, FirstNotIn, HCons, HNil, IsPass, Joined, ListOf,
+    Masked, Missing, Remove, ReplaceRun, Splice, Then,
 };
 use super::logic::{B1, Bool};
 use super::shape::{Shape, ToTuple, Tuple};
@@ -40,6 +40,11 @@ pub trait ReplaceDim<D, With, P = ()>: Shape {
 
 /// The first of `With`'s dims among `S`'s dims other than `D`, or [`Pass`].
 type SpliceClash<S, D, With> = <ListOf<With> as FirstIn<<ListOf<S> as Remove<D>>::Out>>::Out;
+/// The dims with `With` in place of `D`, or `S`'s own if `With` clashes with them or
+/// repeats a dim (so that only the assertion reports it).
+type Spliced<S, D, With> = <<<SpliceClash<S, D, With> as IsPass>::Out as Bool>::And<
+    <<ListOf<With> as FindDup>::Out as IsPass>::Out,
+> as Bool>::If<<ListOf<S> as Splice<D, ListOf<With>>>::Out, ListOf<S>>;
 
 impl<S, D, With, P> ReplaceDim<D, With, P> for S
 where
@@ -71,27 +76,15 @@ where
     Missing<HCons<D, HNil>, S, P>: DimInShape<S>,
     Masked<HCons<D, ListOf<With>>, P>: NotMasked<P>,
     ListOf<S>: Remove<D> + Splice<D, ListOf<With>>,
-    ListOf<With>: FirstIn<<ListOf<S> as Remove<D>>::Out>,
+    ListOf<With>: FirstIn<<ListOf<S> as Remove<D>>::Out> + FindDup,
     SpliceClash<S, D, With>: IsPass,
+    <ListOf<With> as FindDup>::Out: IsPass,
     Missing<HCons<D, HNil>, S, P>: AfterPass<SpliceClash<S, D, With>>,
     Then<Missing<HCons<D, HNil>, S, P>, SpliceClash<S, D, With>>: NotAlreadyPresent<S>,
-    <<SpliceClash<S, D, With> as IsPass>::Out as Bool>::If<
-        <ListOf<S> as Splice<D, ListOf<With>>>::Out,
-        ListOf<S>,
-    >: ToTuple,
-    Tuple<
-        <<SpliceClash<S, D, With> as IsPass>::Out as Bool>::If<
-            <ListOf<S> as Splice<D, ListOf<With>>>::Out,
-            ListOf<S>,
-        >,
-    >: Shape,
+    Spliced<S, D, With>: ToTuple,
+    Tuple<Spliced<S, D, With>>: Shape,
 {
-    type Out = Tuple<
-        <<SpliceClash<S, D, With> as IsPass>::Out as Bool>::If<
-            <ListOf<S> as Splice<D, ListOf<With>>>::Out,
-            ListOf<S>,
-        >,
-    >;
+    type Out = Tuple<Spliced<S, D, With>>;
     const AXIS: isize = P::RANK as isize + position(S::IDS, D::ID);
     const COUNT: usize = With::RANK;
 }
@@ -129,6 +122,11 @@ type AllVisible<S, Src, P> = <<Missing<<Src as Dims>::List, S, P> as IsPass>::Ou
 /// `New` if it is among the dims not merged, else [`Pass`].
 type MergeClash<S, Src, New> =
     <<<ListOf<S> as Diff<<Src as Dims>::List>>::Out as Contains<New>>::Out as Bool>::If<New, Pass>;
+/// The dims after merging, or `S`'s own if the merge is rejected (so that only the
+/// assertion reports it).
+type Merged<S, Src, New> = <<RunFound<S, Src, New> as Bool>::And<
+    <MergeClash<S, Src, New> as IsPass>::Out,
+> as Bool>::If<<ListOf<S> as ReplaceRun<<Src as Dims>::List, New>>::Out, ListOf<S>>;
 
 impl<S, Src, New, P> MergeDims<Src, New, P> for S
 where
@@ -165,21 +163,11 @@ where
     <ListOf<S> as Diff<Src::List>>::Out: Contains<New>,
     <AllVisible<S, Src, P> as Bool>::If<RunFound<S, Src, New>, B1>: MergeAdjacent<Src, S>,
     <RunFound<S, Src, New> as Bool>::If<MergeClash<S, Src, New>, Pass>: NotAlreadyPresent<S>,
-    <RunFound<S, Src, New> as Bool>::If<<ListOf<S> as ReplaceRun<Src::List, New>>::Out, ListOf<S>>:
-        ToTuple,
-    Tuple<
-        <RunFound<S, Src, New> as Bool>::If<
-            <ListOf<S> as ReplaceRun<Src::List, New>>::Out,
-            ListOf<S>,
-        >,
-    >: Shape,
+    MergeClash<S, Src, New>: IsPass,
+    Merged<S, Src, New>: ToTuple,
+    Tuple<Merged<S, Src, New>>: Shape,
 {
-    type Out = Tuple<
-        <RunFound<S, Src, New> as Bool>::If<
-            <ListOf<S> as ReplaceRun<Src::List, New>>::Out,
-            ListOf<S>,
-        >,
-    >;
+    type Out = Tuple<Merged<S, Src, New>>;
     const START: isize = P::RANK as isize + position(S::IDS, Src::IDS[0]);
     const END: isize = <New as MergeDimsArg<S, Src, P>>::START + Src::IDS.len() as isize - 1;
 }

@@ -36,15 +36,22 @@ pub const MAX_RANK: usize = 12;
     label = "not a tuple of distinct `dims!` types",
     note = "a shape is a tuple of at most 12 distinct dimension types declared with `dims!`, e.g. `(Batch, Rows, Cols)`"
 )]
-pub trait Shape: 'static {
-    /// The dimensions as a list (see [`list`](super::list)).
-    type List;
+pub trait Shape: AsList + 'static {
     /// Number of dimensions.
     const RANK: usize;
     /// The dimensions' names, in order.
     const NAMES: &'static [&'static str];
     /// The dimensions' ids, in order.
     const IDS: &'static [u64];
+}
+
+/// The list form of a tuple (see [`ListOf`](super::list::ListOf)), without [`Shape`]'s
+/// duplicate check: the algebra needs a shape's list many times per operation, and
+/// asking [`Shape`] for it would prove the check again each time.
+#[doc(hidden)]
+pub trait AsList {
+    /// The list.
+    type List;
 }
 
 /// Converts a list back to the tuple users write; lists longer than [`MAX_RANK`] become
@@ -116,10 +123,13 @@ macro_rules! tuple_shapes {
             list_of!($($T),*): FindDup,
             <list_of!($($T),*) as FindDup>::Out: NoDuplicate<Self>,
         {
-            type List = list_of!($($T),*);
             const RANK: usize = Self::NAMES.len();
             const NAMES: &'static [&'static str] = &[$($T::NAME),*];
             const IDS: &'static [u64] = &[$($T::ID),*];
+        }
+
+        impl<$($T),*> AsList for ($($T,)*) {
+            type List = list_of!($($T),*);
         }
 
         impl<$($T),*> ToTuple for list_of!($($T),*) {
