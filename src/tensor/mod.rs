@@ -82,7 +82,7 @@ impl<E: Element> DynTensor<E> {
 
     /// A tensor on the same storage with another layout (checked against the storage).
     pub(crate) fn with_layout(&self, layout: Layout) -> Self {
-        debug_assert!(layout.required_storage_len() <= self.storage.len());
+        debug_assert!(layout.numel() == 0 || layout.required_storage_len() <= self.storage.len());
         DynTensor {
             storage: self.storage.clone(),
             layout,
