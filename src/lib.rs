@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | positional tensor | [`DynTensor`] | PyTorch's positional API with a run-time rank |
 //! | storage | [`storage`] | the shared buffer and its aliasing rules |
+//! | operations | [`ops`] | pointwise math, broadcasting arithmetic with type promotion, comparisons, reductions |
 //! | layout | [`layout`] | pure index math: views, broadcasting, strided traversal |
 //! | kernels | `backend` | loops over raw slices, per device |
 //!
@@ -29,6 +30,7 @@ mod device;
 pub mod dtype;
 mod error;
 pub mod layout;
+pub mod ops;
 pub mod storage;
 mod tensor;
 
@@ -36,9 +38,12 @@ pub use backend::cpu::parallel::{
     num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
 };
 pub use device::Device;
-pub use dtype::{DType, Element, Float};
+pub use dtype::{DType, Element, Float, Numeric};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
+pub use ops::{
+    DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput, where_,
+};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};
