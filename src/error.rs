@@ -32,6 +32,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// Tensors on different devices, or a device that is unavailable.
     Device,
+    /// Elements of another type than the one asked for (e.g. loading a file).
+    DTypeMismatch,
     /// Reading or writing a file failed.
     Io,
 }

@@ -44,6 +44,7 @@ pub use layout::Layout;
 pub use ops::{
     DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput, where_,
 };
+pub use ops::{load_tensors, save_tensors};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};

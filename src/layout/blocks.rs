@@ -108,6 +108,28 @@ impl<const N: usize> Coalesced<N> {
         &self.sizes
     }
 
+    /// Operand `k`'s stride of every coalesced dim.
+    ///
+    /// ```
+    /// use namedtensor::layout::Coalesced;
+    /// let c = Coalesced::new(&[2, 1, 3], [&[3, 9, 1], &[1, 9, 2]], [0, 0]);
+    /// assert_eq!((c.sizes(), c.strides(0), c.strides(1)), (&[2, 3][..], &[3, 1][..], &[1, 2][..]));
+    /// ```
+    pub fn strides(&self, k: usize) -> &[usize] {
+        &self.strides[k]
+    }
+
+    /// The start position of every operand.
+    ///
+    /// ```
+    /// use namedtensor::layout::Coalesced;
+    /// let c = Coalesced::new(&[2, 3], [&[3, 1], &[1, 2]], [5, 0]);
+    /// assert_eq!(c.offsets(), [5, 0]);
+    /// ```
+    pub fn offsets(&self) -> [usize; N] {
+        self.offsets
+    }
+
     /// Calls `f` with the per-operand start position of each row in `rows` (row indices in
     /// row-major order of the outer dims), in increasing row order.
     pub fn for_each_row(&self, rows: Range<usize>, mut f: impl FnMut([usize; N])) {

@@ -1,6 +1,7 @@
 //! Compute operations on [`DynTensor`](crate::DynTensor): pointwise math, arithmetic with
 //! broadcasting and type promotion, comparisons and selection, reductions, softmax and
-//! cumulative sums.
+//! cumulative sums; matrix products; joining, selecting and rearranging (`cat`, `stack`,
+//! `index_select`, `gather`, `split`, `flip`, `repeat`, `tril`); save/load.
 //!
 //! # Conventions
 //! - Results are new contiguous tensors; inputs are never modified. Methods ending in `_`
@@ -20,9 +21,17 @@
 mod arith;
 mod binary;
 mod compare;
+mod flip;
+mod index_select;
+mod join;
+mod matmul;
 pub mod promote;
 mod reduce;
+mod repeat;
+mod serialize;
 mod softmax;
+mod split;
+mod triangular;
 mod unary;
 
 pub use compare::{try_where_, where_};
@@ -30,6 +39,7 @@ pub use promote::{
     DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput,
     can_cast,
 };
+pub use serialize::{load_tensors, save_tensors};
 
 use crate::backend::cpu::num::{Kernel, Native};
 use crate::backend::cpu::pointwise::{self, In};

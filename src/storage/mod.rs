@@ -275,3 +275,28 @@ pub(crate) fn with_write_read<A: Element, B: Element, R>(
     }
     Ok(f(gd.cpu_mut(op)?, gs.cpu(op)?))
 }
+
+/// Runs `f` with a shared view of every storage in `storages` (in the same order; a storage
+/// given several times is locked once and handed out several times), taking the locks in the
+/// global order.
+pub(crate) fn with_read_all<E: Element, R>(
+    op: &'static str,
+    storages: &[&Storage<E>],
+    f: impl FnOnce(&[&[E]]) -> R,
+) -> Result<R> {
+    let mut order: Vec<usize> = (0..storages.len()).collect();
+    order.sort_by_key(|&i| storages[i].lock_order());
+    order.dedup_by_key(|i| storages[*i].lock_order());
+    let guards: Vec<(usize, RwLockReadGuard<'_, Buffer<E>>)> = order
+        .iter()
+        .map(|&i| (storages[i].lock_order(), storages[i].read()))
+        .collect();
+    let slices = storages
+        .iter()
+        .map(|s| {
+            let at = guards.partition_point(|(key, _)| *key < s.lock_order());
+            guards[at].1.cpu(op)
+        })
+        .collect::<Result<Vec<&[E]>>>()?;
+    Ok(f(&slices))
+}

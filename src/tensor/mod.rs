@@ -80,7 +80,8 @@ impl<E: Element> DynTensor<E> {
         })
     }
 
-    /// A tensor on the same storage with another layout (checked against the storage).
+    /// A tensor on the same storage with another layout (checked against the storage; an
+    /// empty layout reaches no element, so its offset may lie anywhere, as in `check_fits`).
     pub(crate) fn with_layout(&self, layout: Layout) -> Self {
         debug_assert!(layout.numel() == 0 || layout.required_storage_len() <= self.storage.len());
         DynTensor {

@@ -191,3 +191,7 @@ pub fn assert_close_all(got: &[f64], want: &[f64], rtol: f64, atol: f64, what: &
         );
     }
 }
+
+pub mod views;
+#[allow(unused_imports)] // each test file uses a part
+pub use views::*;

@@ -1,21 +1,29 @@
 //! Copy kernels: gather a strided view into row-major order, copy between two strided views,
 //! fill a strided view.
 
+use super::transpose::{Bits, Mapped, tiled_to_vec};
 use crate::layout::{Coalesced, Layout};
 
 /// The elements of `layout` over `src`, in row-major order of the layout's shape.
 pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> Vec<E> {
+    if let Some(out) = tiled_to_vec(src, layout, &Bits) {
+        return out;
+    }
     map_to_vec(src, layout, |x| x)
 }
 
 /// `f` applied to every element of `layout` over `src`, in row-major order. Large inputs are
 /// split into element ranges across the thread pool (see [`super::pointwise::build`]); the
-/// output buffer comes from the buffer pool.
+/// output buffer comes from the buffer pool. A source whose innermost dim is strided (a
+/// transposed or permuted view) is copied in tiles (see [`super::transpose`]).
 pub(crate) fn map_to_vec<E: Copy + Sync, F: Send>(
     src: &[E],
     layout: &Layout,
     f: impl Fn(E) -> F + Sync,
 ) -> Vec<F> {
+    if let Some(out) = tiled_to_vec(src, layout, &Mapped(&f)) {
+        return out;
+    }
     let out_layout = Layout::contiguous(layout.sizes()).expect("numel is checked in layouts");
     super::pointwise::build([&out_layout, layout], |out, [_, start], [_, stride]| {
         if stride == 1 {

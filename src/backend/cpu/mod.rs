@@ -1,10 +1,17 @@
 //! CPU kernels over strided slices.
 
 mod copy;
+mod matmul;
 pub mod num;
 pub(crate) mod parallel;
 pub(crate) mod pointwise;
 pub(crate) mod reduce;
 pub(crate) mod scan;
+mod select;
+mod shape;
+mod transpose;
 
 pub(crate) use copy::{copy_strided, fill_strided, gather_to_vec, map_to_vec};
+pub(crate) use matmul::{Batched, matmul};
+pub(crate) use select::{cat, gather, index_select};
+pub(crate) use shape::{flip_to_vec, mask_triangle};

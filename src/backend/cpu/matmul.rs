@@ -1,0 +1,176 @@
+//! Batched matrix products over strided operands.
+//!
+//! A [`Batched`] problem is `offsets.len()` products `C_b = A_b · B_b` of an `m × k` by a
+//! `k × n` matrix, where `A_b` starts at storage position `offsets[b][0]` and is read with
+//! (row, column) strides `a_strides`, and likewise `B_b`. The strides go to the kernels as they
+//! are: transposed, step-sliced and offset operands are never copied, and a broadcast batch
+//! dim (stride 0) simply repeats an offset. The outputs are written one after the other,
+//! row-major, into a fresh buffer.
+//!
+//! `f32`, `f64` and `f16` go to the `gemm` crate; integers to a blocked loop accumulating in
+//! `i64` with wrapping arithmetic (the same result as wrapping arithmetic in the element type,
+//! since every integer type's arithmetic is `i64`'s modulo its width).
+
+use super::parallel::{for_each_row_chunk, pool};
+use crate::dtype::{DType, Element};
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+/// A batch of matrix products with shared sizes and strides; see the module docs.
+#[derive(Debug, Clone)]
+pub(crate) struct Batched {
+    /// Rows of each left operand and of each output.
+    pub m: usize,
+    /// Columns of each right operand and of each output.
+    pub n: usize,
+    /// The contracted size.
+    pub k: usize,
+    /// (row, column) strides of every left operand.
+    pub a_strides: [usize; 2],
+    /// (row, column) strides of every right operand.
+    pub b_strides: [usize; 2],
+    /// Storage positions of element (0, 0) of the left and right operand of each product.
+    pub offsets: Vec<[usize; 2]>,
+}
+
+impl Batched {
+    /// Multiply-adds of one product.
+    fn work(&self) -> usize {
+        self.m.saturating_mul(self.n).saturating_mul(self.k)
+    }
+}
+
+/// The products of `p` over `a` and `b`, concatenated row-major (`offsets.len() · m · n`
+/// elements). `E` must be `f32`, `f64`, `f16` or an integer type (callers route `bf16`
+/// through `f32` and refuse `bool`).
+pub(crate) fn matmul<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
+    match E::DTYPE {
+        DType::F32 | DType::F64 | DType::F16 => gemm_batched(a, b, p),
+        DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => int_batched(a, b, p),
+        DType::BF16 | DType::Bool => unreachable!("matmul kernel called for {}", E::DTYPE),
+    }
+}
+
+/// `gemm` over every product. Small products run in parallel across the batch, each on one
+/// thread; larger ones one after the other, each split across the pool by `gemm` itself.
+fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let len = m * n;
+    // Zeroed, so every element is initialised whatever `gemm` writes; for f32/f64 this is a
+    // zeroed allocation (fresh pages), not a pass over the buffer.
+    let mut out = vec![E::ZERO; p.offsets.len() * len];
+    if out.is_empty() || k == 0 {
+        return out;
+    }
+    let [a_rs, a_cs] = p.a_strides.map(|s| s as isize);
+    let [b_rs, b_cs] = p.b_strides.map(|s| s as isize);
+    let product = |dst: &mut [E], [oa, ob]: [usize; 2], parallelism: Parallelism| {
+        debug_assert_eq!(dst.len(), len);
+        // SAFETY: `gemm` reads A at `oa + i·a_rs + l·a_cs` and B at `ob + l·b_rs + j·b_cs` for
+        // i < m, l < k, j < n: positions of the operands' layouts, which the caller checked
+        // against the storages `a` and `b`. It writes `dst[i·n + j]` for i < m, j < n, all
+        // within `dst` (length m·n). With `read_dst == false` it never reads `dst`. `E` is
+        // f32, f64 or f16 (half::f16, which is `gemm::f16`), the types `gemm` supports.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                a.as_ptr().add(oa),
+                a_cs,
+                a_rs,
+                b.as_ptr().add(ob),
+                b_cs,
+                b_rs,
+                E::ZERO,
+                E::ONE,
+                false,
+                false,
+                false,
+                parallelism,
+            )
+        }
+    };
+    let pool = pool();
+    let threads = pool.current_num_threads();
+    let batches = p.offsets.len();
+    // Below gemm's own threading threshold a product would run on one thread anyway.
+    let small = p.work() < gemm::get_threading_threshold();
+    if threads > 1
+        && batches > 1
+        && small
+        && p.work().saturating_mul(batches) >= super::parallel::parallel_threshold()
+    {
+        pool.install(|| {
+            out.par_chunks_mut(len)
+                .zip(p.offsets.par_iter())
+                .for_each(|(dst, &o)| product(dst, o, Parallelism::None))
+        });
+    } else if threads > 1 && !small {
+        // gemm splits its work with rayon's `current_num_threads`/`par_iter`, so inside
+        // `install` it runs on the library's pool, with the library's thread count.
+        pool.install(|| {
+            for (dst, &o) in out.chunks_mut(len).zip(&p.offsets) {
+                product(dst, o, Parallelism::Rayon(threads))
+            }
+        });
+    } else {
+        for (dst, &o) in out.chunks_mut(len).zip(&p.offsets) {
+            product(dst, o, Parallelism::None)
+        }
+    }
+    out
+}
+
+/// Columns of the output computed together: the `i64` accumulators of one block stay in L1.
+const INT_BLOCK: usize = 256;
+
+/// Integer products: for each output row and block of columns, `acc += a[i, l] · b[l, ..]` in
+/// `i64` with wrapping arithmetic, then converted (wrapping) to `E`. Rows are split across
+/// the pool.
+fn int_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
+    let (m, n, k) = (p.m, p.n, p.k);
+    let rows = p.offsets.len() * m;
+    let mut out = vec![E::ZERO; rows * n];
+    if out.is_empty() || k == 0 {
+        return out;
+    }
+    let [a_rs, a_cs] = p.a_strides;
+    let [b_rs, b_cs] = p.b_strides;
+    for_each_row_chunk(&mut out, rows, n, |range, chunk| {
+        let mut acc = [0i64; INT_BLOCK];
+        for (r, dst) in range.zip(chunk.chunks_mut(n)) {
+            let [oa, ob] = p.offsets[r / m];
+            let a_row = oa + (r % m) * a_rs;
+            for j0 in (0..n).step_by(INT_BLOCK) {
+                let jn = INT_BLOCK.min(n - j0);
+                let acc = &mut acc[..jn];
+                acc.fill(0);
+                for l in 0..k {
+                    let x = a[a_row + l * a_cs].to_i64();
+                    if x == 0 {
+                        continue;
+                    }
+                    let start = ob + l * b_rs + j0 * b_cs;
+                    if b_cs == 1 {
+                        for (s, &y) in acc.iter_mut().zip(&b[start..start + jn]) {
+                            *s = s.wrapping_add(x.wrapping_mul(y.to_i64()));
+                        }
+                    } else {
+                        for (j, s) in acc.iter_mut().enumerate() {
+                            *s = s.wrapping_add(x.wrapping_mul(b[start + j * b_cs].to_i64()));
+                        }
+                    }
+                }
+                for (d, &s) in dst[j0..j0 + jn].iter_mut().zip(acc.iter()) {
+                    *d = E::from_i64(s);
+                }
+            }
+        }
+    });
+    out
+}

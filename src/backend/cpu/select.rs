@@ -1,0 +1,170 @@
+//! Copies that pick elements by index: `index_select`, `gather`, and the concatenation of
+//! several strided sources.
+//!
+//! Every kernel writes a fresh row-major buffer, split by rows across the pool (see
+//! [`for_each_row_chunk`]); indices have been checked against their dims by the caller, and
+//! every source access is bounds-checked anyway.
+
+use super::parallel::for_each_row_chunk;
+use crate::layout::{Coalesced, Layout, contiguous_strides};
+use std::mem::MaybeUninit;
+
+/// Copies the row-major elements of `walk` (one operand, at `base` plus its offset) into
+/// `dst`, which has exactly that many slots.
+fn copy_walk<E: Copy>(dst: &mut [MaybeUninit<E>], src: &[E], walk: &Coalesced<1>, base: usize) {
+    let (len, [stride]) = (walk.inner_len(), walk.inner_strides());
+    let mut at = 0;
+    walk.for_each_row(0..walk.rows(), |[start]| {
+        let (start, row) = (base + start, &mut dst[at..at + len]);
+        if stride == 1 {
+            for (d, &x) in row.iter_mut().zip(&src[start..start + len]) {
+                d.write(x);
+            }
+        } else {
+            for (i, d) in row.iter_mut().enumerate() {
+                d.write(src[start + i * stride]);
+            }
+        }
+        at += len;
+    });
+    debug_assert_eq!(at, dst.len());
+}
+
+/// `src` seen through `layout`, with dim `dim` replaced by the entries `index` of it (each
+/// `< layout.sizes()[dim]`), in row-major order.
+pub(crate) fn index_select<E: Copy + Send + Sync>(
+    src: &[E],
+    layout: &Layout,
+    dim: usize,
+    index: &[usize],
+) -> Vec<E> {
+    let (sizes, strides) = (layout.sizes(), layout.strides());
+    let (outer_sizes, outer_strides) = (&sizes[..dim], &strides[..dim]);
+    let inner = Coalesced::new(&sizes[dim + 1..], [&strides[dim + 1..]], [0]);
+    let inner_n: usize = sizes[dim + 1..].iter().product();
+    let rows = outer_sizes.iter().product::<usize>() * index.len();
+    let n = rows * inner_n;
+    let mut out: Vec<E> = Vec::with_capacity(n);
+    // Output row `r` is entry `index[r % len]` of dim `dim` at outer index `r / len`.
+    for_each_row_chunk(
+        &mut out.spare_capacity_mut()[..n],
+        rows,
+        inner_n,
+        |range, chunk| {
+            let mut outer_base = None;
+            for (r, dst) in range.zip(chunk.chunks_mut(inner_n.max(1))) {
+                let (o, j) = (r / index.len(), r % index.len());
+                let base = match outer_base {
+                    Some((prev, base)) if prev == o => base,
+                    _ => {
+                        let base = layout.offset() + unravel(o, outer_sizes, outer_strides);
+                        outer_base = Some((o, base));
+                        base
+                    }
+                };
+                copy_walk(dst, src, &inner, base + index[j] * strides[dim]);
+            }
+        },
+    );
+    // SAFETY: the chunks cover rows `0..rows` once each, and `copy_walk` writes all
+    // `inner_n` slots of every row, so the first `n` slots are initialised.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// The storage displacement of row-major index `flat` of `sizes` seen through `strides`.
+fn unravel(mut flat: usize, sizes: &[usize], strides: &[usize]) -> usize {
+    let mut pos = 0;
+    for (&size, &stride) in sizes.iter().zip(strides).rev() {
+        pos += (flat % size) * stride;
+        flat /= size;
+    }
+    pos
+}
+
+/// PyTorch's `gather`: output element at index `i` (over the index tensor's shape) is the
+/// source element at `i` with entry `dim` replaced by `index[i]` (checked `< size` of that
+/// dim by the caller). `src_layout`'s sizes are at least the index's in every other dim.
+pub(crate) fn gather<E: Copy + Send + Sync>(
+    src: &[E],
+    src_layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    index_layout: &Layout,
+) -> Vec<E> {
+    let sizes = index_layout.sizes();
+    let n = index_layout.numel();
+    let out_strides = contiguous_strides(sizes).expect("numel is checked in layouts");
+    // The source without its gathered dim (stride 0 there); the index adds `index · stride`.
+    let mut src_strides = src_layout.strides().to_vec();
+    let dim_stride = std::mem::replace(&mut src_strides[dim], 0);
+    let walk = Coalesced::new(
+        sizes,
+        [&src_strides, index_layout.strides(), &out_strides],
+        [src_layout.offset(), index_layout.offset(), 0],
+    );
+    let (rows, len) = (walk.rows(), walk.inner_len());
+    let [ss, is, _] = walk.inner_strides();
+    let mut out: Vec<E> = Vec::with_capacity(n);
+    for_each_row_chunk(
+        &mut out.spare_capacity_mut()[..n],
+        rows,
+        len,
+        |range, chunk| {
+            let mut done = 0;
+            walk.for_each_row(range, |[sp, ip, _]| {
+                for (i, d) in chunk[done..done + len].iter_mut().enumerate() {
+                    let at = index[ip + i * is] as usize;
+                    d.write(src[sp + i * ss + at * dim_stride]);
+                }
+                done += len;
+            });
+        },
+    );
+    // SAFETY: the row-major output walk has `rows` rows of `len` elements (`rows · len ==
+    // n`); the chunks cover every row once and each row writes its `len` slots.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// The concatenation along `dim` of `parts` (each a source and its layout; sizes equal to
+/// `out_shape` except along `dim`), in row-major order of `out_shape`.
+pub(crate) fn cat<E: Copy + Send + Sync>(
+    out_shape: &[usize],
+    dim: usize,
+    parts: &[(&[E], &Layout)],
+) -> Vec<E> {
+    let n: usize = out_shape.iter().product();
+    // Output row `o` (an index of the dims before `dim`) is the parts' rows `o` one after
+    // the other; a part's row is its `size(dim) · Π inner sizes` elements at that index.
+    let rows: usize = out_shape[..dim].iter().product();
+    let row_len = n.checked_div(rows).unwrap_or(0);
+    let walks: Vec<(Coalesced<1>, usize)> = parts
+        .iter()
+        .map(|(_, l)| {
+            let inner = Coalesced::new(&l.sizes()[dim..], [&l.strides()[dim..]], [0]);
+            (inner, l.sizes()[dim..].iter().product())
+        })
+        .collect();
+    let mut out: Vec<E> = Vec::with_capacity(n);
+    for_each_row_chunk(
+        &mut out.spare_capacity_mut()[..n],
+        rows,
+        row_len,
+        |range, chunk| {
+            for (o, dst) in range.zip(chunk.chunks_mut(row_len.max(1))) {
+                let mut at = 0;
+                for ((src, layout), (walk, len)) in parts.iter().zip(&walks) {
+                    let base = layout.offset()
+                        + unravel(o, &layout.sizes()[..dim], &layout.strides()[..dim]);
+                    copy_walk(&mut dst[at..at + len], src, walk, base);
+                    at += len;
+                }
+            }
+        },
+    );
+    // SAFETY: every output row is the parts' rows back to back, `Σ len == row_len`, and
+    // each `copy_walk` fills its `len` slots; the chunks cover all `rows` rows.
+    unsafe { out.set_len(n) };
+    out
+}

@@ -1,0 +1,479 @@
+//! Matrix products with `torch.matmul`'s rules, and the `mm`, `bmm`, `mv`, `dot` forms.
+//!
+//! | operands | result |
+//! |---|---|
+//! | 1-D `(k)` · 1-D `(k)` | 0-d: the dot product |
+//! | 2-D `(m, k)` · 2-D `(k, n)` | `(m, n)` |
+//! | 1-D `(k)` · 2-D `(k, n)` | `(n)`: a 1 is prepended to the first, then removed |
+//! | 2-D `(m, k)` · 1-D `(k)` | `(m)`: a 1 is appended to the second, then removed |
+//! | N-D · N-D | the last two dims are matrices, the dims before them batch dims, which broadcast |
+//!
+//! For example `(j, 1, n, m) · (k, m, p) → (j, k, n, p)`. Operands are read through their
+//! strides (transposed, sliced and expanded operands are not copied); the result is a new
+//! contiguous tensor. Floats use the `gemm` crate (`bf16` is computed in `f32` and rounded
+//! once); integers accumulate in `i64` and wrap like the element type's arithmetic. `bool`
+//! tensors are refused, as in PyTorch.
+
+use crate::backend::cpu::{Batched, matmul as kernel};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{Coalesced, Layout, broadcast_shapes, checked_numel};
+use crate::storage::with_read2;
+use crate::tensor::{DynTensor, or_panic};
+use half::bf16;
+use std::any::Any;
+
+/// The shape of the result and the batched product that computes it.
+struct Plan {
+    out_shape: Vec<usize>,
+    batched: Batched,
+}
+
+fn shape_error(op: &'static str, a: &[usize], b: &[usize], message: String) -> Error {
+    Error::new(
+        ErrorKind::ShapeMismatch,
+        op,
+        format!("cannot multiply shape {a:?} by shape {b:?}: {message}"),
+    )
+}
+
+/// Applies the matmul rules to two layouts (pure index math; see the module docs).
+fn plan(op: &'static str, a: &Layout, b: &Layout) -> Result<Plan> {
+    let (sa, sb) = (a.sizes(), b.sizes());
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!("both operands need at least 1 dim, got shapes {sa:?} and {sb:?}"),
+        ));
+    }
+    // Promote vectors to matrices: (k) → (1, k) on the left, (k) → (k, 1) on the right.
+    let a2 = if a.rank() == 1 {
+        a.unsqueeze(0)?
+    } else {
+        a.clone()
+    };
+    let b2 = if b.rank() == 1 {
+        b.unsqueeze(1)?
+    } else {
+        b.clone()
+    };
+    let (ra, rb) = (a2.rank(), b2.rank());
+    let (m, k) = (a2.sizes()[ra - 2], a2.sizes()[ra - 1]);
+    let (k2, n) = (b2.sizes()[rb - 2], b2.sizes()[rb - 1]);
+    if k != k2 {
+        return Err(shape_error(
+            op,
+            sa,
+            sb,
+            format!(
+                "the first's dim {} has size {k} but the second's dim {} has size {k2} (the \
+                 contracted sizes must be equal)",
+                a.rank() - 1,
+                b.rank().saturating_sub(2)
+            ),
+        ));
+    }
+    let (batch_a, batch_b) = (&a2.sizes()[..ra - 2], &b2.sizes()[..rb - 2]);
+    let batch = broadcast_shapes(op, batch_a, batch_b).map_err(|e| {
+        shape_error(
+            op,
+            sa,
+            sb,
+            format!(
+                "their batch dims {batch_a:?} and {batch_b:?} do not broadcast ({})",
+                e.message()
+            ),
+        )
+    })?;
+    let mut out_shape = batch.clone();
+    if a.rank() > 1 {
+        out_shape.push(m);
+    }
+    if b.rank() > 1 {
+        out_shape.push(n);
+    }
+    checked_numel(&out_shape)
+        .ok_or_else(|| Error::overflow(op, format!("the result shape {out_shape:?}")))?;
+
+    // Batch strides aligned to `batch`; 0 where an operand lacks the dim or broadcasts it.
+    let batch_strides = |l: &Layout, r: usize| -> Vec<usize> {
+        let missing = batch.len() - (r - 2);
+        (0..batch.len())
+            .map(|d| {
+                if d < missing || l.sizes()[d - missing] != batch[d] {
+                    0
+                } else {
+                    l.strides()[d - missing]
+                }
+            })
+            .collect()
+    };
+    let (bsa, bsb) = (batch_strides(&a2, ra), batch_strides(&b2, rb));
+    let a_strides = [a2.strides()[ra - 2], a2.strides()[ra - 1]];
+    let b_strides = [b2.strides()[rb - 2], b2.strides()[rb - 1]];
+
+    // A right operand shared by the whole batch, and a left operand whose batch dims continue
+    // its row dim with matching strides: the batch is one product with `batches · m` rows.
+    let b_shared = batch.iter().zip(&bsb).all(|(&s, &st)| s <= 1 || st == 0);
+    if b_shared {
+        if let Some(row_stride) = fold_rows(&batch, &bsa, m, a_strides[0]) {
+            let rows = checked_numel(&batch).expect("checked above") * m;
+            return Ok(Plan {
+                out_shape,
+                batched: Batched {
+                    m: rows,
+                    n,
+                    k,
+                    a_strides: [row_stride, a_strides[1]],
+                    b_strides,
+                    offsets: vec![[a2.offset(), b2.offset()]],
+                },
+            });
+        }
+    }
+
+    // One offset pair per product; none when the products are empty (the batch may still
+    // be large, and the result has no element).
+    let mut offsets = Vec::new();
+    if m > 0 && n > 0 {
+        let walk = Coalesced::new(&batch, [&bsa, &bsb], [a2.offset(), b2.offset()]);
+        offsets.reserve_exact(checked_numel(&batch).expect("checked above"));
+        walk.for_each_block(|blk| {
+            let ([a0, b0], [da, db]) = (blk.starts, blk.strides);
+            offsets.extend((0..blk.len).map(|i| [a0 + i * da, b0 + i * db]));
+        });
+    }
+    Ok(Plan {
+        out_shape,
+        batched: Batched {
+            m,
+            n,
+            k,
+            a_strides,
+            b_strides,
+            offsets,
+        },
+    })
+}
+
+/// The row stride of the left operand seen as one `(batches · m) × k` matrix, if its batch
+/// dims and row dim form a single strided run.
+fn fold_rows(batch: &[usize], strides: &[usize], m: usize, row_stride: usize) -> Option<usize> {
+    let dims: Vec<(usize, usize)> = batch
+        .iter()
+        .zip(strides)
+        .map(|(&s, &st)| (s, st))
+        .chain(std::iter::once((m, row_stride)))
+        .filter(|&(s, _)| s != 1)
+        .collect();
+    if dims.iter().any(|&(s, _)| s == 0) {
+        return None;
+    }
+    if !dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0) {
+        return None;
+    }
+    Some(dims.last().map_or(row_stride, |&(_, stride)| stride))
+}
+
+/// `x` as a `DynTensor<T>` when `E` is `T`.
+fn downcast<E: Element, T: Element>(x: &DynTensor<E>) -> Option<&DynTensor<T>> {
+    (x as &dyn Any).downcast_ref()
+}
+
+/// A contiguous `f32` copy of a `bf16` tensor, converted with `half`'s vectorised slice
+/// conversion.
+fn bf16_to_f32(x: &DynTensor<bf16>) -> Result<DynTensor<f32>> {
+    use half::slice::HalfFloatSliceExt;
+    let src = x.to_vec();
+    let mut out = vec![0f32; src.len()];
+    src.convert_to_f32_slice(&mut out);
+    DynTensor::from_contiguous_vec(out, x.shape())
+}
+
+impl<E: Element> DynTensor<E> {
+    /// The matrix product with `torch.matmul`'s rules (see the table below); panics where
+    /// [`DynTensor::try_matmul`] fails.
+    ///
+    /// | `self` | `other` | result |
+    /// |---|---|---|
+    /// | `(k)` | `(k)` | `()` (dot product) |
+    /// | `(m, k)` | `(k, n)` | `(m, n)` |
+    /// | `(k)` | `(k, n)` | `(n)` |
+    /// | `(m, k)` | `(k)` | `(m)` |
+    /// | `(…a, m, k)` | `(…b, k, n)` | `(broadcast(…a, …b), m, n)` |
+    ///
+    /// ```
+    /// use namedtensor::{tensor, DynTensor};
+    /// let a = tensor!([[1., 2.], [3., 4.]]);
+    /// let b = tensor!([[5., 6.], [7., 8.]]);
+    /// assert_eq!(a.matmul(&b).to_vec(), vec![19., 22., 43., 50.]);
+    /// assert_eq!(a.t().matmul(&b).to_vec(), vec![26., 30., 38., 44.]); // no copy of a.t()
+    /// // batch dims broadcast: (3, 4, 1, 2) · (1, 2, 3) → (3, 4, 1, 3)
+    /// let x = DynTensor::<f32>::ones(&[3, 4, 1, 2]);
+    /// let y = DynTensor::<f32>::ones(&[1, 2, 3]);
+    /// assert_eq!(x.matmul(&y).shape(), &[3, 4, 1, 3]);
+    /// ```
+    #[track_caller]
+    pub fn matmul(&self, other: &DynTensor<E>) -> DynTensor<E> {
+        or_panic(self.try_matmul(other))
+    }
+
+    /// [`DynTensor::matmul`], or an error: [`ErrorKind::InvalidArgument`] for a 0-d operand
+    /// or `bool` elements, [`ErrorKind::ShapeMismatch`] when the contracted sizes differ
+    /// (the message names both shapes and dims) or the batch dims do not broadcast.
+    ///
+    /// ```
+    /// use namedtensor::{DynTensor, ErrorKind};
+    /// let a = DynTensor::<f32>::zeros(&[2, 3]);
+    /// let err = a.try_matmul(&DynTensor::zeros(&[4, 5])).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    /// assert!(err.to_string().contains("[2, 3]") && err.to_string().contains("[4, 5]"));
+    /// ```
+    pub fn try_matmul(&self, other: &DynTensor<E>) -> Result<DynTensor<E>> {
+        self.matmul_as("matmul", other)
+    }
+
+    fn matmul_as(&self, op: &'static str, other: &DynTensor<E>) -> Result<DynTensor<E>> {
+        let plan = plan(op, self.layout(), other.layout())?;
+        match E::DTYPE {
+            DType::Bool => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    op,
+                    "matrix products of bool tensors are not defined (as in PyTorch); convert \
+                     with to_dtype first",
+                ));
+            }
+            DType::BF16 => {
+                // bf16 has too few bits to accumulate in: compute in f32, round once.
+                let (a, b) = (
+                    downcast::<E, bf16>(self).expect("E is bf16"),
+                    downcast::<E, bf16>(other).expect("E is bf16"),
+                );
+                let product = bf16_to_f32(a)?.matmul_as(op, &bf16_to_f32(b)?)?;
+                let mut data = vec![bf16::ZERO; product.numel()];
+                {
+                    use half::slice::HalfFloatSliceExt;
+                    let guard = product.storage().read();
+                    data.convert_from_f32_slice(guard.cpu(op)?);
+                }
+                let out: Box<dyn Any> =
+                    Box::new(DynTensor::from_contiguous_vec(data, &plan.out_shape)?);
+                return Ok(*out.downcast::<DynTensor<E>>().expect("E is bf16"));
+            }
+            _ => {}
+        }
+        let data = with_read2(op, self.storage(), other.storage(), |a, b| {
+            kernel(a, b, &plan.batched)
+        })?;
+        DynTensor::from_contiguous_vec(data, &plan.out_shape)
+    }
+
+    /// The product of two matrices (both 2-D, no broadcasting); panics where
+    /// [`DynTensor::try_mm`] fails.
+    ///
+    /// ```
+    /// let a = namedtensor::DynTensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]);
+    /// assert_eq!(a.mm(&a.t()).to_vec(), vec![14, 32, 32, 77]);
+    /// ```
+    #[track_caller]
+    pub fn mm(&self, other: &DynTensor<E>) -> DynTensor<E> {
+        or_panic(self.try_mm(other))
+    }
+
+    /// [`DynTensor::mm`], or an error unless both are 2-D with matching inner sizes.
+    ///
+    /// ```
+    /// let v = namedtensor::DynTensor::<f32>::zeros(&[3]);
+    /// assert!(v.try_mm(&v).is_err());
+    /// ```
+    pub fn try_mm(&self, other: &DynTensor<E>) -> Result<DynTensor<E>> {
+        expect_ranks("mm", "2-D and 2-D", self, other, [2, 2])?;
+        self.matmul_as("mm", other)
+    }
+
+    /// Batched product of `(b, m, k)` and `(b, k, n)` (both 3-D, equal batch sizes, no
+    /// broadcasting); panics where [`DynTensor::try_bmm`] fails.
+    ///
+    /// ```
+    /// let a = namedtensor::DynTensor::<f64>::ones(&[4, 2, 3]);
+    /// let b = namedtensor::DynTensor::<f64>::ones(&[4, 3, 5]);
+    /// let c = a.bmm(&b);
+    /// assert_eq!(c.shape(), &[4, 2, 5]);
+    /// assert_eq!(c.get(&[3, 1, 4]), 3.0);
+    /// ```
+    #[track_caller]
+    pub fn bmm(&self, other: &DynTensor<E>) -> DynTensor<E> {
+        or_panic(self.try_bmm(other))
+    }
+
+    /// [`DynTensor::bmm`], or an error unless both are 3-D with equal batch sizes and
+    /// matching inner sizes.
+    ///
+    /// ```
+    /// let a = namedtensor::DynTensor::<f64>::ones(&[4, 2, 3]);
+    /// assert!(a.try_bmm(&namedtensor::DynTensor::ones(&[1, 3, 5])).is_err()); // no broadcast
+    /// ```
+    pub fn try_bmm(&self, other: &DynTensor<E>) -> Result<DynTensor<E>> {
+        expect_ranks("bmm", "3-D and 3-D", self, other, [3, 3])?;
+        if self.shape()[0] != other.shape()[0] {
+            return Err(shape_error(
+                "bmm",
+                self.shape(),
+                other.shape(),
+                format!(
+                    "batch sizes {} and {} differ (bmm does not broadcast; matmul does)",
+                    self.shape()[0],
+                    other.shape()[0]
+                ),
+            ));
+        }
+        self.matmul_as("bmm", other)
+    }
+
+    /// Matrix–vector product of `(m, k)` and `(k)`, giving `(m)`; panics where
+    /// [`DynTensor::try_mv`] fails.
+    ///
+    /// ```
+    /// let a = namedtensor::tensor!([[1., 2.], [3., 4.]]);
+    /// let v = namedtensor::tensor!([1., 1.]);
+    /// assert_eq!(a.mv(&v).to_vec(), vec![3., 7.]);
+    /// ```
+    #[track_caller]
+    pub fn mv(&self, other: &DynTensor<E>) -> DynTensor<E> {
+        or_panic(self.try_mv(other))
+    }
+
+    /// [`DynTensor::mv`], or an error unless `self` is 2-D and `other` 1-D of matching size.
+    ///
+    /// ```
+    /// let a = namedtensor::DynTensor::<f32>::zeros(&[2, 3]);
+    /// assert!(a.try_mv(&namedtensor::DynTensor::zeros(&[2])).is_err());
+    /// ```
+    pub fn try_mv(&self, other: &DynTensor<E>) -> Result<DynTensor<E>> {
+        expect_ranks("mv", "2-D and 1-D", self, other, [2, 1])?;
+        self.matmul_as("mv", other)
+    }
+
+    /// The dot product of two 1-D tensors of equal size, as a 0-d tensor; panics where
+    /// [`DynTensor::try_dot`] fails.
+    ///
+    /// ```
+    /// let a = namedtensor::tensor!([1, 2, 3]; i64);
+    /// assert_eq!(a.dot(&a).item(), 14);
+    /// ```
+    #[track_caller]
+    pub fn dot(&self, other: &DynTensor<E>) -> DynTensor<E> {
+        or_panic(self.try_dot(other))
+    }
+
+    /// [`DynTensor::dot`], or an error unless both are 1-D of equal size.
+    ///
+    /// ```
+    /// let a = namedtensor::DynTensor::<f32>::zeros(&[3]);
+    /// assert!(a.try_dot(&namedtensor::DynTensor::zeros(&[4])).is_err());
+    /// ```
+    pub fn try_dot(&self, other: &DynTensor<E>) -> Result<DynTensor<E>> {
+        expect_ranks("dot", "1-D and 1-D", self, other, [1, 1])?;
+        self.matmul_as("dot", other)
+    }
+}
+
+fn expect_ranks<E: Element>(
+    op: &'static str,
+    what: &str,
+    a: &DynTensor<E>,
+    b: &DynTensor<E>,
+    ranks: [usize; 2],
+) -> Result<()> {
+    if [a.dim(), b.dim()] != ranks {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "expects {what} tensors, got shapes {:?} and {:?} (matmul takes any ranks)",
+                a.shape(),
+                b.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(a: &[usize], b: &[usize]) -> Result<Plan> {
+        plan(
+            "matmul",
+            &Layout::contiguous(a).unwrap(),
+            &Layout::contiguous(b).unwrap(),
+        )
+    }
+
+    #[test]
+    fn seed_shapes() {
+        assert_eq!(
+            plan_of(&[3, 4, 1, 2], &[1, 2, 3]).unwrap().out_shape,
+            [3, 4, 1, 3]
+        );
+        assert_eq!(
+            plan_of(&[5, 1, 6, 7], &[4, 7, 8]).unwrap().out_shape,
+            [5, 4, 6, 8]
+        );
+        assert_eq!(plan_of(&[3], &[3]).unwrap().out_shape, [0usize; 0]);
+        assert_eq!(plan_of(&[3], &[3, 4]).unwrap().out_shape, [4]);
+        assert_eq!(plan_of(&[2, 3], &[3]).unwrap().out_shape, [2]);
+        assert_eq!(plan_of(&[5, 2, 3], &[3]).unwrap().out_shape, [5, 2]);
+        assert_eq!(plan_of(&[3], &[5, 3, 4]).unwrap().out_shape, [5, 4]);
+    }
+
+    #[test]
+    fn a_batch_over_a_shared_right_operand_is_one_product() {
+        let p = plan_of(&[3, 4, 5, 6], &[6, 7]).unwrap().batched;
+        assert_eq!((p.m, p.n, p.k, p.offsets.len()), (60, 7, 6, 1));
+        assert_eq!(p.a_strides, [6, 1]);
+        // A transposed batch does not fold.
+        let a = Layout::contiguous(&[5, 3, 6])
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap();
+        let p = plan("matmul", &a, &Layout::contiguous(&[6, 7]).unwrap()).unwrap();
+        assert_eq!((p.batched.m, p.batched.offsets.len()), (5, 3));
+        assert_eq!(p.batched.offsets, vec![[0, 0], [6, 0], [12, 0]]);
+    }
+
+    #[test]
+    fn broadcast_batches_repeat_offsets() {
+        let p = plan_of(&[2, 1, 2, 3], &[3, 3, 4]).unwrap().batched;
+        assert_eq!(p.offsets.len(), 6);
+        let a: Vec<usize> = p.offsets.iter().map(|o| o[0]).collect();
+        let b: Vec<usize> = p.offsets.iter().map(|o| o[1]).collect();
+        assert_eq!(a, [0, 0, 0, 6, 6, 6]);
+        assert_eq!(b, [0, 12, 24, 0, 12, 24]);
+    }
+
+    #[test]
+    fn empty_products_need_no_offsets() {
+        let a = Layout::new(&[1 << 40, 0, 3], &[0, 3, 1], 0).unwrap();
+        let p = plan("matmul", &a, &Layout::contiguous(&[3, 2]).unwrap()).unwrap();
+        assert_eq!(p.out_shape, [1 << 40, 0, 2]);
+        let b = Layout::new(&[1 << 40, 3, 0], &[0, 1, 1], 0).unwrap();
+        let p = plan("matmul", &Layout::contiguous(&[2, 3]).unwrap(), &b).unwrap();
+        assert!(p.batched.offsets.is_empty());
+    }
+
+    #[test]
+    fn errors_name_shapes_and_dims() {
+        let e = plan_of(&[2, 3], &[4, 5]).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        assert!(e.message().contains("dim 1 has size 3"), "{e}");
+        assert!(e.message().contains("dim 0 has size 4"), "{e}");
+        let e = plan_of(&[2, 2, 3], &[3, 3, 4]).err().unwrap();
+        assert!(e.message().contains("batch dims [2] and [3]"), "{e}");
+        let e = plan_of(&[], &[3]).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+}

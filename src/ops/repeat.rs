@@ -1,0 +1,71 @@
+//! `repeat`: a copy tiling the tensor along every dim.
+
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{Layout, checked_numel};
+use crate::tensor::{DynTensor, or_panic};
+
+impl<E: Element> DynTensor<E> {
+    /// A contiguous copy repeated `repeats[d]` times along each dim (PyTorch's `repeat`, NumPy's
+    /// `tile`). `repeats` may be longer than the rank: the tensor is then seen with leading
+    /// dims of size 1. Panics where [`DynTensor::try_repeat`] fails.
+    ///
+    /// ```
+    /// let t = namedtensor::tensor!([1, 2, 3]; i64);
+    /// let r = t.repeat(&[2, 2]);
+    /// assert_eq!(r.shape(), &[2, 6]);
+    /// assert_eq!(r.to_vec(), vec![1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3]);
+    /// ```
+    #[track_caller]
+    pub fn repeat(&self, repeats: &[usize]) -> DynTensor<E> {
+        or_panic(self.try_repeat(repeats))
+    }
+
+    /// [`DynTensor::repeat`], or an error when `repeats` is shorter than the rank or the result
+    /// is too large.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::zeros(&[2, 3]);
+    /// assert!(t.try_repeat(&[2]).is_err());
+    /// ```
+    pub fn try_repeat(&self, repeats: &[usize]) -> Result<DynTensor<E>> {
+        if repeats.len() < self.dim() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "repeat",
+                format!(
+                    "{} repeat counts given for a tensor of rank {} (shape {:?}); give at least \
+                     one per dim",
+                    repeats.len(),
+                    self.dim(),
+                    self.shape()
+                ),
+            ));
+        }
+        let lead = repeats.len() - self.dim();
+        // Each dim d becomes the pair (repeats[d] with stride 0, size[d] with its stride):
+        // the row-major order of the pairs is the row-major order of the repeated tensor.
+        let (mut sizes, mut strides, mut out_shape) = (vec![], vec![], vec![]);
+        for (d, &r) in repeats.iter().enumerate() {
+            let (size, stride) = match d.checked_sub(lead) {
+                Some(e) => (self.shape()[e], self.stride()[e]),
+                None => (1, 0),
+            };
+            sizes.extend([r, size]);
+            strides.extend([0, stride]);
+            out_shape.push(
+                r.checked_mul(size).ok_or_else(|| {
+                    Error::overflow("repeat", format!("{r} repeats of size {size}"))
+                })?,
+            );
+        }
+        checked_numel(&out_shape)
+            .ok_or_else(|| Error::overflow("repeat", format!("the result shape {out_shape:?}")))?;
+        let layout = Layout::from_parts_unchecked(sizes, strides, self.storage_offset());
+        let data = {
+            let guard = self.storage().read();
+            crate::backend::cpu::gather_to_vec(guard.cpu("repeat")?, &layout)
+        };
+        DynTensor::from_contiguous_vec(data, &out_shape)
+    }
+}

@@ -1,0 +1,74 @@
+//! `tril` and `triu`: copies keeping the lower or upper triangle of the last two dims.
+
+use crate::backend::cpu;
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::tensor::{DynTensor, or_panic};
+
+impl<E: Element> DynTensor<E> {
+    /// A contiguous copy keeping the elements on and below diagonal `diagonal` of each matrix
+    /// (the last two dims: element `(i, j)` is kept when `j ≤ i + diagonal`) and zeroing the
+    /// rest. Panics where [`DynTensor::try_tril`] fails.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<i32>::ones(&[3, 3]);
+    /// assert_eq!(t.tril(0).to_vec(), vec![1, 0, 0, 1, 1, 0, 1, 1, 1]);
+    /// assert_eq!(t.tril(-1).to_vec(), vec![0, 0, 0, 1, 0, 0, 1, 1, 0]);
+    /// ```
+    #[track_caller]
+    pub fn tril(&self, diagonal: isize) -> DynTensor<E> {
+        or_panic(self.try_tril(diagonal))
+    }
+
+    /// [`DynTensor::tril`], or an error for a tensor of rank < 2.
+    ///
+    /// ```
+    /// assert!(namedtensor::DynTensor::<f32>::ones(&[3]).try_tril(0).is_err());
+    /// ```
+    pub fn try_tril(&self, diagonal: isize) -> Result<DynTensor<E>> {
+        self.triangle("tril", diagonal, true)
+    }
+
+    /// A contiguous copy keeping the elements on and above diagonal `diagonal` of each matrix
+    /// (element `(i, j)` is kept when `j ≥ i + diagonal`) and zeroing the rest. Panics where
+    /// [`DynTensor::try_triu`] fails.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::ones(&[2, 3]);
+    /// assert_eq!(t.triu(1).to_vec(), vec![0., 1., 1., 0., 0., 1.]);
+    /// ```
+    #[track_caller]
+    pub fn triu(&self, diagonal: isize) -> DynTensor<E> {
+        or_panic(self.try_triu(diagonal))
+    }
+
+    /// [`DynTensor::triu`], or an error for a tensor of rank < 2.
+    ///
+    /// ```
+    /// assert!(namedtensor::DynTensor::<f32>::scalar(1.0).try_triu(0).is_err());
+    /// ```
+    pub fn try_triu(&self, diagonal: isize) -> Result<DynTensor<E>> {
+        self.triangle("triu", diagonal, false)
+    }
+
+    fn triangle(&self, op: &'static str, diagonal: isize, lower: bool) -> Result<DynTensor<E>> {
+        let r = self.dim();
+        if r < 2 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                op,
+                format!(
+                    "expects a tensor of at least 2 dims, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let (m, n) = (self.shape()[r - 2], self.shape()[r - 1]);
+        let mut data = {
+            let guard = self.storage().read();
+            cpu::gather_to_vec(guard.cpu(op)?, self.layout())
+        };
+        cpu::mask_triangle(&mut data, m, n, diagonal, lower, E::ZERO);
+        DynTensor::from_contiguous_vec(data, self.shape())
+    }
+}

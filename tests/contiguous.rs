@@ -1,0 +1,114 @@
+//! `contiguous()` / `to_dtype()` of permuted, transposed and sliced views (the tiled copy
+//! path) against a naive index loop.
+
+use namedtensor::DynTensor;
+use proptest::prelude::*;
+
+/// Row-major element `flat` of `t`, found through its strides one index at a time.
+fn naive<E: namedtensor::Element>(t: &DynTensor<E>, storage: &[E]) -> Vec<E> {
+    let n = t.numel();
+    let mut out = Vec::with_capacity(n);
+    for flat in 0..n {
+        let mut rem = flat;
+        let mut pos = t.storage_offset();
+        for d in (0..t.dim()).rev() {
+            pos += (rem % t.shape()[d]) * t.stride()[d];
+            rem /= t.shape()[d];
+        }
+        out.push(storage[pos]);
+    }
+    out
+}
+
+/// Sizes 0 and 1 and sizes around the 16-element tile (15, 17, 33).
+fn size() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        Just(0usize),
+        Just(1),
+        2usize..6,
+        Just(15),
+        Just(17),
+        Just(33)
+    ]
+}
+
+fn permuted_view() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, usize)> {
+    prop::collection::vec(size(), 2..=5)
+        // At most ~36k elements, to keep the suite fast.
+        .prop_filter("large", |s| s.iter().product::<usize>() <= 33 * 33 * 33)
+        .prop_flat_map(|shape| {
+            let rank = shape.len();
+            (
+                Just(shape),
+                Just((0..rank).collect::<Vec<usize>>()).prop_shuffle(),
+                0usize..3,
+            )
+        })
+}
+
+/// `view` (a permutation of `base`, maybe step-sliced) gathered by `contiguous()` equals the
+/// naive index loop; so does `to_dtype` (the same walk, converting on the way).
+fn check_permuted<E: namedtensor::Element>(
+    shape: &[usize],
+    order: &[usize],
+    step: usize,
+) -> Result<(), TestCaseError> {
+    let n: usize = shape.iter().product();
+    let base = DynTensor::<i64>::arange(0, n as i64, 1)
+        .to_dtype::<E>()
+        .reshape(&shape.iter().map(|&s| s as isize).collect::<Vec<_>>());
+    let order: Vec<isize> = order.iter().map(|&d| d as isize).collect();
+    let mut view = base.permute(&order);
+    // Sometimes also step-slice the first dim, or take every second element of the last.
+    if step == 1 {
+        view = view.slice(0, None, None, 2);
+    } else if step == 2 {
+        view = view.slice(-1, Some(1), None, 2);
+    }
+    let want = naive(&view, &base.storage().to_vec());
+    let got = view.contiguous();
+    prop_assert!(got.is_contiguous());
+    prop_assert_eq!(got.shape(), view.shape());
+    prop_assert_eq!(got.to_vec(), want.clone());
+    let as_f64: Vec<f64> = want.iter().map(|x| x.to_f64()).collect();
+    prop_assert_eq!(view.to_dtype::<f64>().to_vec(), as_f64);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn contiguous_of_a_permutation_matches_the_index_loop(
+        (shape, order, step) in permuted_view(),
+    ) {
+        check_permuted::<i32>(&shape, &order, step)?; // 4-byte register transposes
+        check_permuted::<f64>(&shape, &order, step)?; // 8-byte register transposes
+        check_permuted::<i16>(&shape, &order, step)?; // scalar tiles
+    }
+}
+
+#[test]
+fn large_transpose_in_parallel() {
+    namedtensor::set_num_threads(2);
+    for (r, c) in [(1000, 333), (17, 5000), (4096, 3)] {
+        let t = DynTensor::<f32>::arange(0.0, (r * c) as f32, 1.0).view(&[r as isize, c as isize]);
+        let got = t.t().contiguous().to_vec();
+        for (i, row) in got.chunks(r).enumerate() {
+            for (j, &x) in row.iter().enumerate() {
+                assert_eq!(x, (j * c + i) as f32);
+            }
+        }
+    }
+    // 8-byte and 1-byte elements.
+    let t = DynTensor::<f64>::arange(0.0, 6000.0, 1.0).view(&[60, 100]);
+    assert_eq!(
+        t.t().contiguous().to_vec(),
+        naive(&t.t(), &t.storage().to_vec())
+    );
+    let b = DynTensor::<u8>::from_vec((0..6000).map(|i| i as u8).collect(), &[100, 60]);
+    let want: Vec<u8> = (0..60)
+        .flat_map(|j| (0..100).map(move |i| (i * 60 + j) as u8))
+        .collect();
+    assert_eq!(b.t().contiguous().to_vec(), want);
+}
