@@ -129,7 +129,17 @@ mod sealed {
 /// assert!(2i8.cast::<bool>());
 /// ```
 pub trait Element:
-    sealed::Sealed + Copy + Send + Sync + Debug + Display + PartialEq + PartialOrd + Default + 'static
+    sealed::Sealed
+    + crate::backend::cpu::num::Kernel
+    + Copy
+    + Send
+    + Sync
+    + Debug
+    + Display
+    + PartialEq
+    + PartialOrd
+    + Default
+    + 'static
 {
     /// The run-time tag of this type.
     const DTYPE: DType;
@@ -165,13 +175,49 @@ pub trait Element:
     }
 }
 
+/// The element types with arithmetic: every element type but `bool`. Sealed.
+///
+/// Operations such as `neg`, `abs` or `clamp` are defined for these types only. Two tensors of
+/// one numeric type combine into that type, so generic code over `E: Numeric` gets
+/// `DynTensor<E>` from `&a + &b`.
+///
+/// ```
+/// use namedtensor::{DynTensor, Numeric};
+/// fn magnitude<E: Numeric>(t: &DynTensor<E>) -> DynTensor<E> {
+///     t.abs()
+/// }
+/// assert_eq!(magnitude(&DynTensor::from_vec(vec![-2i32, 3], &[2])).to_vec(), vec![2, 3]);
+/// ```
+pub trait Numeric: Element + crate::ops::Promote<Self, Output = Self> {}
+
+impl Numeric for u8 {}
+impl Numeric for i8 {}
+impl Numeric for i16 {}
+impl Numeric for i32 {}
+impl Numeric for i64 {}
+impl Numeric for f16 {}
+impl Numeric for bf16 {}
+impl Numeric for f32 {}
+impl Numeric for f64 {}
+
 /// The floating-point element types: `f32`, `f64`, `half::f16`, `half::bf16`.
+///
+/// Their arithmetic is carried out in `f32` (for `f16`/`bf16`) or in the type itself, and their
+/// sums and quotients keep the type, so generic code over `E: Float` gets `DynTensor<E>` from
+/// `sum` and `div`.
 ///
 /// ```
 /// use namedtensor::Float;
 /// assert_eq!(<half::bf16 as Float>::MANTISSA_DIGITS, 8);
 /// ```
-pub trait Float: Element {
+pub trait Float:
+    Numeric
+    + crate::backend::cpu::num::Kernel<
+        Compute: crate::backend::cpu::num::NativeFloat,
+        Sum = Self,
+        Real = Self,
+    >
+{
     /// Significand precision in bits, including the implicit bit.
     const MANTISSA_DIGITS: u32;
     /// Not a number.

@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | positional tensor | [`DynTensor`] | PyTorch's positional API with a run-time rank |
 //! | storage | [`storage`] | the shared buffer and its aliasing rules |
+//! | operations | [`ops`] | pointwise math, broadcasting arithmetic with type promotion, comparisons, reductions |
 //! | layout | [`layout`] | pure index math: views, broadcasting, strided traversal |
 //! | kernels | `backend` | loops over raw slices, per device |
 //!
@@ -31,7 +32,7 @@ mod error;
 pub mod layout;
 pub mod named;
 mod named_tensor;
-mod ops;
+pub mod ops;
 pub mod storage;
 mod tensor;
 
@@ -39,11 +40,14 @@ pub use backend::cpu::parallel::{
     num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
 };
 pub use device::Device;
-pub use dtype::{DType, Element, Float};
+pub use dtype::{DType, Element, Float, Numeric};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
 pub use named_tensor::{ShapeSizes, Tensor};
+pub use ops::{
+    DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput, where_,
+};
 pub use ops::{load_tensors, save_tensors};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;

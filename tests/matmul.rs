@@ -292,16 +292,12 @@ fn half_precision_against_f64() {
     // f16: products accumulate in f32, the result rounds once to f16 (unit roundoff 2^-11);
     // allowed: 2^-10 of Σ|a||b|. bf16: computed in f32, rounded once to bf16 (unit roundoff
     // 2^-8); allowed: 2^-7.
-    let x = DynTensor::<f64>::rand(&[3, 40, 96], 1);
-    let y = DynTensor::<f64>::rand(&[96, 50], 2);
-    let (x, y) = (x.to_dtype::<f64>(), y.to_dtype::<f64>());
-    let shift = |t: &DynTensor<f64>| {
-        DynTensor::from_vec(
-            t.to_vec().iter().map(|v| 2.0 * v - 1.0).collect(),
-            t.shape(),
-        )
+    // Uniform in [-1, 1).
+    let uniform = |shape: &[usize], seed| {
+        let t = DynTensor::<f64>::rand(shape, seed);
+        DynTensor::from_vec(t.to_vec().iter().map(|v| 2.0 * v - 1.0).collect(), shape)
     };
-    let (x, y) = (shift(&x), shift(&y));
+    let (x, y) = (uniform(&[3, 40, 96], 1), uniform(&[96, 50], 2));
     let (x16, y16) = (x.to_dtype::<f16>(), y.to_dtype::<f16>());
     let (xb, yb) = (x.to_dtype::<bf16>(), y.to_dtype::<bf16>());
     assert!(max_scaled_error(&x16, &y16) <= 2f64.powi(-10));

@@ -120,6 +120,12 @@ impl<const N: usize> Coalesced<N> {
     }
 
     /// The start position of every operand.
+    ///
+    /// ```
+    /// use namedtensor::layout::Coalesced;
+    /// let c = Coalesced::new(&[2, 3], [&[3, 1], &[1, 2]], [5, 0]);
+    /// assert_eq!(c.offsets(), [5, 0]);
+    /// ```
     pub fn offsets(&self) -> [usize; N] {
         self.offsets
     }

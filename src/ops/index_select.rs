@@ -85,7 +85,7 @@ impl<E: Element> DynTensor<E> {
             let guard = index.storage().read();
             let slice = guard.cpu(OP)?;
             check_indices(OP, index, slice, d, self.shape())?;
-            crate::backend::cpu::gather_to_vec(slice, index.layout())
+            cpu::gather_to_vec(slice, index.layout())
                 .into_iter()
                 .map(|v| v as usize)
                 .collect()

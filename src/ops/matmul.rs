@@ -133,12 +133,17 @@ fn plan(op: &'static str, a: &Layout, b: &Layout) -> Result<Plan> {
         }
     }
 
-    let walk = Coalesced::new(&batch, [&bsa, &bsb], [a2.offset(), b2.offset()]);
-    let mut offsets = Vec::with_capacity(checked_numel(&batch).expect("checked above"));
-    walk.for_each_block(|blk| {
-        let ([a0, b0], [da, db]) = (blk.starts, blk.strides);
-        offsets.extend((0..blk.len).map(|i| [a0 + i * da, b0 + i * db]));
-    });
+    // One offset pair per product; none when the products are empty (the batch may still
+    // be large, and the result has no element).
+    let mut offsets = Vec::new();
+    if m > 0 && n > 0 {
+        let walk = Coalesced::new(&batch, [&bsa, &bsb], [a2.offset(), b2.offset()]);
+        offsets.reserve_exact(checked_numel(&batch).expect("checked above"));
+        walk.for_each_block(|blk| {
+            let ([a0, b0], [da, db]) = (blk.starts, blk.strides);
+            offsets.extend((0..blk.len).map(|i| [a0 + i * da, b0 + i * db]));
+        });
+    }
     Ok(Plan {
         out_shape,
         batched: Batched {
@@ -448,6 +453,16 @@ mod tests {
         let b: Vec<usize> = p.offsets.iter().map(|o| o[1]).collect();
         assert_eq!(a, [0, 0, 0, 6, 6, 6]);
         assert_eq!(b, [0, 12, 24, 0, 12, 24]);
+    }
+
+    #[test]
+    fn empty_products_need_no_offsets() {
+        let a = Layout::new(&[1 << 40, 0, 3], &[0, 3, 1], 0).unwrap();
+        let p = plan("matmul", &a, &Layout::contiguous(&[3, 2]).unwrap()).unwrap();
+        assert_eq!(p.out_shape, [1 << 40, 0, 2]);
+        let b = Layout::new(&[1 << 40, 3, 0], &[0, 1, 1], 0).unwrap();
+        let p = plan("matmul", &Layout::contiguous(&[2, 3]).unwrap(), &b).unwrap();
+        assert!(p.batched.offsets.is_empty());
     }
 
     #[test]

@@ -1,13 +1,247 @@
-//! Operations on [`DynTensor`](crate::DynTensor) beyond the core views: one file per concept,
-//! each a set of `DynTensor` methods (or functions) over the kernels in `backend`.
+//! Compute operations on [`DynTensor`](crate::DynTensor): pointwise math, arithmetic with
+//! broadcasting and type promotion, comparisons and selection, reductions, softmax and
+//! cumulative sums; matrix products; joining, selecting and rearranging (`cat`, `stack`,
+//! `index_select`, `gather`, `split`, `flip`, `repeat`, `tril`); save/load.
+//!
+//! # Conventions
+//! - Results are new contiguous tensors; inputs are never modified. Methods ending in `_`
+//!   (`add_`, `exp_`, `masked_fill_`) write through the view they are called on instead, and
+//!   return it; they fail on a view in which several indices share an element (an `expand`ed
+//!   view). An in-place source that shares the destination's storage is copied first, so the
+//!   result is the same as with a separate source.
+//! - Binary operations broadcast with PyTorch's rules ([`broadcast_shapes`](crate::layout::broadcast_shapes));
+//!   a broadcast operand is read through a stride-0 view, never copied.
+//! - Mixed element types promote as in PyTorch ([`Promote`], [`ScalarPromote`]; full table in
+//!   [`promote`]).
+//! - `f16`/`bf16` are computed in `f32` (converted in blocks with SIMD conversions) and rounded
+//!   once on store. Integer arithmetic wraps.
+//! - Every fallible method `op` panics with the message of `try_op`, which returns
+//!   [`Result`](crate::Result).
 
+mod arith;
+mod binary;
+mod compare;
 mod flip;
 mod index_select;
 mod join;
 mod matmul;
+pub mod promote;
+mod reduce;
 mod repeat;
 mod serialize;
+mod softmax;
 mod split;
 mod triangular;
+mod unary;
 
+pub use compare::{try_where_, where_};
+pub use promote::{
+    DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput,
+    can_cast,
+};
 pub use serialize::{load_tensors, save_tensors};
+
+use crate::backend::cpu::num::{Kernel, Native};
+use crate::backend::cpu::pointwise::{self, In};
+use crate::backend::cpu::reduce::{Fold, reduce};
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{Layout, broadcast_shapes};
+use crate::storage::{with_read2, with_write_read};
+use crate::tensor::DynTensor;
+
+/// The compute type of the promoted type of `A` and `B`.
+pub(crate) type Cp<A, B> = <Promoted<A, B> as Kernel>::Compute;
+/// The compute type of `E`.
+pub(crate) type C<E> = <E as Kernel>::Compute;
+
+/// `layout` broadcast to `shape` (a stride-0 view where it grows).
+pub(crate) fn expand_layout(layout: &Layout, shape: &[usize]) -> Result<Layout> {
+    let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+    layout.expand(&sizes)
+}
+
+/// `f(x)` for every element of `t`, computed in `T`, stored as `O`.
+pub(crate) fn map<S: Element, T: Element, U: Element, O: Element>(
+    op: &'static str,
+    t: &DynTensor<S>,
+    f: impl Fn(T) -> U + Sync,
+) -> Result<DynTensor<O>> {
+    let out_layout = Layout::contiguous(t.shape())?;
+    let guard = t.storage().read();
+    let src = guard.cpu(op)?;
+    let data = pointwise::build([&out_layout, t.layout()], |out, st, sd| {
+        pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f)
+    });
+    DynTensor::from_contiguous_vec(data, t.shape())
+}
+
+/// `f(x, y)` for every element of the broadcast of `a` and `b`, computed in `T`, stored as `O`.
+pub(crate) fn zip<A: Element, B: Element, T: Element, U: Element, O: Element>(
+    op: &'static str,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Result<DynTensor<O>> {
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let la = expand_layout(a.layout(), &shape)?;
+    let lb = expand_layout(b.layout(), &shape)?;
+    let out_layout = Layout::contiguous(&shape)?;
+    let data = with_read2(op, a.storage(), b.storage(), |sa, sb| {
+        pointwise::build([&out_layout, &la, &lb], |out, st, sd| {
+            pointwise::binary::<A, B, T, U, O>(
+                out,
+                In::new(sa, st[1], sd[1]),
+                In::new(sb, st[2], sd[2]),
+                &f,
+            )
+        })
+    })?;
+    DynTensor::from_contiguous_vec(data, &shape)
+}
+
+/// `f(x, y)` with a scalar `s` (already in the compute type) on the left or the right.
+pub(crate) fn zip_scalar<E: Element, T: Element, U: Element, O: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    s: T,
+    scalar_left: bool,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Result<DynTensor<O>> {
+    let s = DynTensor::scalar(s);
+    if scalar_left {
+        zip::<T, E, T, U, O>(op, &s, t, f)
+    } else {
+        zip::<E, T, T, U, O>(op, t, &s, f)
+    }
+}
+
+/// Checks that an in-place result of type `R` may be stored into `E` (see [`can_cast`]).
+pub(crate) fn check_inplace_cast<R: Element, E: Element>(op: &'static str) -> Result<()> {
+    if !can_cast(R::DTYPE, E::DTYPE) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "the result type {} cannot be stored into the destination's type {} in place",
+                R::DTYPE,
+                E::DTYPE
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `dst[i] = f(dst[i])` through the view `dst`, computed in `T`.
+pub(crate) fn map_inplace<E: Element, T: Element>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    f: impl Fn(T) -> T + Sync,
+) -> Result<()> {
+    dst.check_writable(op)?;
+    let mut guard = dst.storage().write();
+    let d = guard.cpu_mut(op)?;
+    pointwise::apply(d, [dst.layout()], |run, _, _| {
+        pointwise::unary_inplace::<E, T>(run, &f)
+    });
+    Ok(())
+}
+
+/// `src` broadcast to `dst`'s shape and, if it shares `dst`'s storage, copied first.
+pub(crate) fn inplace_source<E: Element, B: Element>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    src: &DynTensor<B>,
+) -> Result<DynTensor<B>> {
+    let layout = expand_layout(src.layout(), dst.shape()).map_err(|_| {
+        Error::new(
+            ErrorKind::ShapeMismatch,
+            op,
+            format!(
+                "the source of shape {:?} cannot be broadcast to the destination's shape {:?}",
+                src.shape(),
+                dst.shape()
+            ),
+        )
+    })?;
+    let src = src.with_layout(layout);
+    if src.storage().lock_order() == dst.storage().lock_order() {
+        Ok(src.clone())
+    } else {
+        Ok(src)
+    }
+}
+
+/// `dst[i] = f(dst[i], src[i])` through the view `dst`, with `src` broadcast to its shape,
+/// computed in `T`.
+pub(crate) fn zip_inplace<E: Element, B: Element, T: Element>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    src: &DynTensor<B>,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Result<()> {
+    dst.check_writable(op)?;
+    let src = inplace_source(op, dst, src)?;
+    with_write_read(op, dst.storage(), src.storage(), |d, s| {
+        pointwise::apply(d, [dst.layout(), src.layout()], |run, st, sd| {
+            pointwise::binary_inplace::<E, B, T>(run, In::new(s, st[1], sd[1]), &f)
+        })
+    })
+}
+
+/// Whether any element of `t` is zero.
+pub(crate) fn any_zero<E: Element>(op: &'static str, t: &DynTensor<E>) -> Result<bool> {
+    let guard = t.storage().read();
+    let src = guard.cpu(op)?;
+    let all = vec![true; t.dim()];
+    let r = reduce::<E, C<E>, bool, bool, _, _>(
+        src,
+        t.layout(),
+        &all,
+        Fold {
+            identity: false,
+            map: |x: C<E>| x.is_zero(),
+            combine: |a: bool, b: bool| a | b,
+        },
+        |a| a,
+    );
+    Ok(r[0])
+}
+
+/// An error for an operation that PyTorch does not define on `bool` tensors.
+pub(crate) fn bool_unsupported(op: &'static str, what: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        op,
+        format!("{what} is not supported for bool tensors"),
+    )
+}
+
+/// The elements of `t` in row-major order, converted to `T`, in a fresh buffer.
+pub(crate) fn gather_as<E: Element, T: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+) -> Result<Vec<T>> {
+    let out_layout = Layout::contiguous(t.shape())?;
+    let guard = t.storage().read();
+    let src = guard.cpu(op)?;
+    Ok(pointwise::build(
+        [&out_layout, t.layout()],
+        |out, st, sd| pointwise::unary::<E, T, T, T>(out, src, st[1], sd[1], &|x| x),
+    ))
+}
+
+/// `v` converted to `E`: the same buffer when `T` is `E`, else a converted copy.
+pub(crate) fn vec_into<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<E>() {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        // SAFETY: `T` and `E` are the same type, so pointer, length and capacity describe a
+        // valid `Vec<E>`; the original is not dropped.
+        return unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<E>(), v.len(), v.capacity()) };
+    }
+    let n = v.len();
+    let layout = Layout::contiguous(&[n]).expect("a vector's length fits a layout");
+    pointwise::build([&layout, &layout], |out, st, _| {
+        pointwise::unary::<T, T, T, E>(out, &v, st[1], 1, &|x| x)
+    })
+}

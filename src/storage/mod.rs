@@ -18,6 +18,11 @@
 //! - Writing through a view in which several indices reach one element (an `expand`ed view,
 //!   stride 0) is refused with [`ErrorKind::OverlappingWrite`](crate::ErrorKind).
 //!
+//! # Buffer pool
+//! Host buffers of 1 MiB or more are recycled through a process-wide pool when their storage
+//! is dropped, and new large buffers are advised to use huge pages; see
+//! [`set_buffer_pool_capacity`] and the notes in the `pool` module's functions.
+//!
 //! # Backends
 //! A storage holds a [`Buffer`] per backend; today the CPU's `Vec<E>`. Operations dispatch on
 //! the buffer, so adding a device adds a variant here and kernels for it, and nothing above
@@ -27,6 +32,12 @@ use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+mod pool;
+pub(crate) use pool::take as take_buffer;
+pub use pool::{
+    MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, set_buffer_pool_capacity,
+};
 
 /// The elements of a storage, on one device.
 #[derive(Debug)]
@@ -55,6 +66,19 @@ struct Shared<E> {
     buffer: RwLock<Buffer<E>>,
     len: usize,
     device: Device,
+}
+
+impl<E> Drop for Shared<E> {
+    /// A large host buffer goes back to the buffer pool rather than to the allocator.
+    fn drop(&mut self) {
+        match self
+            .buffer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Buffer::Cpu(v) => pool::give(std::mem::take(v)),
+        }
+    }
 }
 
 /// A shared, flat, one-dimensional buffer of elements: what tensors are views of.

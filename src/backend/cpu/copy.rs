@@ -1,9 +1,8 @@
 //! Copy kernels: gather a strided view into row-major order, copy between two strided views,
 //! fill a strided view.
 
-use super::parallel::for_each_row_chunk;
 use super::transpose::{Bits, Mapped, tiled_to_vec};
-use crate::layout::{Coalesced, Layout, contiguous_strides};
+use crate::layout::{Coalesced, Layout};
 
 /// The elements of `layout` over `src`, in row-major order of the layout's shape.
 pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> Vec<E> {
@@ -14,7 +13,8 @@ pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -
 }
 
 /// `f` applied to every element of `layout` over `src`, in row-major order. Large inputs are
-/// split by rows across the thread pool. A source whose innermost dim is strided (a
+/// split into element ranges across the thread pool (see [`super::pointwise::build`]); the
+/// output buffer comes from the buffer pool. A source whose innermost dim is strided (a
 /// transposed or permuted view) is copied in tiles (see [`super::transpose`]).
 pub(crate) fn map_to_vec<E: Copy + Sync, F: Send>(
     src: &[E],
@@ -24,44 +24,19 @@ pub(crate) fn map_to_vec<E: Copy + Sync, F: Send>(
     if let Some(out) = tiled_to_vec(src, layout, &Mapped(&f)) {
         return out;
     }
-    let n = layout.numel();
-    let out_strides = contiguous_strides(layout.sizes()).expect("numel is checked in layouts");
-    // Walking the source jointly with the row-major output makes every walk row one
-    // contiguous run of the output, at position `row * row_len`.
-    let walk = Coalesced::new(
-        layout.sizes(),
-        [layout.strides(), &out_strides],
-        [layout.offset(), 0],
-    );
-    let (rows, row_len) = (walk.rows(), walk.inner_len());
-    let [stride, _] = walk.inner_strides();
-    let mut out: Vec<F> = Vec::with_capacity(n);
-    for_each_row_chunk(
-        &mut out.spare_capacity_mut()[..n],
-        rows,
-        row_len,
-        |range, chunk| {
-            let mut rows_done = 0;
-            walk.for_each_row(range, |[start, _]| {
-                let dst = &mut chunk[rows_done * row_len..(rows_done + 1) * row_len];
-                if stride == 1 {
-                    for (d, &x) in dst.iter_mut().zip(&src[start..start + row_len]) {
-                        d.write(f(x));
-                    }
-                } else {
-                    for (i, d) in dst.iter_mut().enumerate() {
-                        d.write(f(src[start + i * stride]));
-                    }
-                }
-                rows_done += 1;
-            });
-        },
-    );
-    // SAFETY: the walk has `rows` rows of `row_len` elements, `rows * row_len == n`, and the
-    // chunks handed out above cover rows `0..rows` exactly once, each writing all of its
-    // `row_len` slots; so the first `n` slots are initialised.
-    unsafe { out.set_len(n) };
-    out
+    let out_layout = Layout::contiguous(layout.sizes()).expect("numel is checked in layouts");
+    super::pointwise::build([&out_layout, layout], |out, [_, start], [_, stride]| {
+        if stride == 1 {
+            let n = out.len();
+            for (d, &x) in out.iter_mut().zip(&src[start..start + n]) {
+                d.write(f(x));
+            }
+        } else {
+            for (i, d) in out.iter_mut().enumerate() {
+                d.write(f(src[start + i * stride]));
+            }
+        }
+    })
 }
 
 /// Copies the elements of `src_layout` over `src` into `dst_layout` over `dst`, converting

@@ -2,7 +2,11 @@
 
 mod copy;
 mod matmul;
+pub mod num;
 pub(crate) mod parallel;
+pub(crate) mod pointwise;
+pub(crate) mod reduce;
+pub(crate) mod scan;
 mod select;
 mod shape;
 mod transpose;

@@ -112,6 +112,7 @@ pub(crate) fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<u
 /// Splits `out` (a row-major buffer of `rows` rows of `row_len` elements) into row ranges and
 /// calls `f(row_range, chunk)` on each, in parallel when the work is large enough. The chunks
 /// are disjoint, so `f` can write its chunk without synchronisation.
+#[allow(dead_code)] // the pointwise kernels split by element ranges instead (`for_each_chunk_mut`)
 pub(crate) fn for_each_row_chunk<T: Send>(
     out: &mut [T],
     rows: usize,
@@ -134,5 +135,62 @@ pub(crate) fn for_each_row_chunk<T: Send>(
                 let start = t * per;
                 f(start..start + chunk.len() / row_len, chunk)
             })
+    });
+}
+
+/// The number of parallel tasks for `work` elements: 1 below [`parallel_threshold`], else a
+/// few per thread (so that a busy core does not hold the others up), each of at least
+/// `min_per_task` elements.
+pub(crate) fn task_count(work: usize, min_per_task: usize) -> usize {
+    let threads = pool().current_num_threads();
+    if threads <= 1 || work < parallel_threshold() {
+        return 1;
+    }
+    (threads * 4).min(work / min_per_task.max(1)).max(1)
+}
+
+/// Splits `0..n` into `tasks` contiguous ranges of nearly equal length (each a multiple of
+/// `align` elements except the last) and calls `f(task_index, range)` on each, on the pool when
+/// `tasks > 1`.
+pub(crate) fn for_each_split(
+    n: usize,
+    tasks: usize,
+    align: usize,
+    f: impl Fn(usize, Range<usize>) + Sync,
+) {
+    let align = align.max(1);
+    let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
+    let tasks = n.div_ceil(per).max(1);
+    if tasks == 1 {
+        f(0, 0..n);
+        return;
+    }
+    pool().install(|| {
+        (0..tasks)
+            .into_par_iter()
+            .for_each(|t| f(t, t * per..((t + 1) * per).min(n)))
+    });
+}
+
+/// Splits `out` into `tasks` contiguous chunks of nearly equal length (multiples of `align`
+/// elements except the last) and calls `f(element_range, chunk)` on each, on the pool when
+/// `tasks > 1`. The chunks are disjoint, so `f` can write its chunk without synchronisation.
+pub(crate) fn for_each_chunk_mut<T: Send>(
+    out: &mut [T],
+    tasks: usize,
+    align: usize,
+    f: impl Fn(Range<usize>, &mut [T]) + Sync,
+) {
+    let n = out.len();
+    let align = align.max(1);
+    let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
+    if per >= n {
+        f(0..n, out);
+        return;
+    }
+    pool().install(|| {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(t, chunk)| f(t * per..t * per + chunk.len(), chunk))
     });
 }

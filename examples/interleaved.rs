@@ -1,0 +1,106 @@
+//! Interleaved timings for noisy machines: `DynTensor::matmul` against `gemm::gemm` called
+//! directly, and `t().contiguous()` of a 4096² f32 matrix. The two matmul variants alternate
+//! and each keeps its best time, so a busy neighbour slows both alike; criterion's means
+//! (`cargo bench --bench matmul`) drift with the load instead.
+//!
+//! `cargo run --release --example interleaved [REPS] [MAX_N]` (defaults 20 and 1024).
+
+use namedtensor::{DynTensor, Element, Float};
+use std::time::Instant;
+
+/// `c = a · b` for row-major n × n matrices straight through `gemm`, on `pool`.
+fn gemm_direct<E: Element>(pool: &rayon::ThreadPool, n: usize, a: &[E], b: &[E], c: &mut [E]) {
+    let threads = pool.current_num_threads();
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: a, b and c hold n·n elements each, read and written row-major.
+    pool.install(|| unsafe {
+        gemm::gemm(
+            n,
+            n,
+            n,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            n as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            E::ZERO,
+            E::ONE,
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    });
+}
+
+fn best(reps: usize, mut f: impl FnMut()) -> f64 {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+fn matmul<E: Float>(name: &str, n: usize, reps: usize) {
+    let a = DynTensor::<E>::randn(&[n, n], 1);
+    let b = DynTensor::<E>::randn(&[n, n], 2);
+    let (va, vb) = (a.to_vec(), b.to_vec());
+    let mut out = vec![E::ZERO; n * n];
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        namedtensor::set_num_threads(threads);
+        let (mut direct, mut ours) = (f64::MAX, f64::MAX);
+        for _ in 0..reps {
+            direct = direct.min(best(1, || gemm_direct(&pool, n, &va, &vb, &mut out)));
+            ours = ours.min(best(1, || drop(std::hint::black_box(a.matmul(&b)))));
+        }
+        let gflops = |s: f64| 2.0 * (n as f64).powi(3) / s / 1e9;
+        println!(
+            "matmul {name} n={n} {threads}t: gemm {:.3} ms ({:.0} GFLOP/s), namedtensor {:.3} ms \
+             ({:.0} GFLOP/s): {:.0} % of gemm",
+            direct * 1e3,
+            gflops(direct),
+            ours * 1e3,
+            gflops(ours),
+            100.0 * direct / ours
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().unwrap())
+        .collect();
+    let reps = args.first().copied().unwrap_or(20);
+    let max_n = args.get(1).copied().unwrap_or(1024);
+    for n in [256, 1024, 2048].into_iter().filter(|&n| n <= max_n) {
+        matmul::<f32>("f32", n, reps);
+        matmul::<f64>("f64", n, reps);
+    }
+    let x = DynTensor::<f32>::randn(&[4096, 4096], 1);
+    for threads in [1, 2] {
+        namedtensor::set_num_threads(threads);
+        let t = best(reps.min(10), || {
+            drop(std::hint::black_box(x.t().contiguous()))
+        });
+        println!(
+            "transpose→contiguous 4096² f32 {threads}t: {:.1} ms",
+            t * 1e3
+        );
+    }
+}

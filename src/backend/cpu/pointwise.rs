@@ -1,0 +1,518 @@
+//! Pointwise kernels: the two traversal engines and the typed row loops built on them.
+//!
+//! # Engines
+//! - [`build`] makes a fresh row-major output: operand 0 is the output, the others are inputs
+//!   seen through layouts of the same shape (broadcast inputs are `expand`ed views, stride 0,
+//!   never copies). The operands are walked jointly with [`Coalesced`], the output is split into
+//!   disjoint element ranges across the thread pool, and every element is written exactly
+//!   once into uninitialised memory taken from the buffer pool.
+//! - [`apply`] writes through a strided destination (operand 0). Dims are visited in the
+//!   destination's memory order, so a transposed destination still gets contiguous rows. Work is
+//!   split across threads only when the destination provably has no two indices on one element.
+//!
+//! # Row loops
+//! Each engine hands a row segment (start position and stride per operand) to a row loop. The
+//! row loops are generic over the storage types (`S`, `A`, `B`, `O`), the compute type `T` and
+//! the operation (a closure), and take one of two paths:
+//! - **native**: the storage types are the compute types: a plain loop over slices with
+//!   special cases for contiguous and broadcast (stride-0) operands, which the compiler
+//!   auto-vectorises;
+//! - **blocked**: otherwise (`f16`/`bf16`, mixed dtypes), blocks of [`BLOCK`] elements are
+//!   converted into stack buffers with the slice conversions of [`super::num::convert`]
+//!   (SIMD for `f16`/`bf16`), computed there, and converted back.
+
+use super::num::{as_type, as_type_mut, as_uninit_type_mut, cast, convert};
+use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
+use crate::dtype::Element;
+use crate::layout::{Coalesced, Layout};
+use crate::storage::take_buffer;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+
+/// Elements per block of the blocked (converting) path: small enough that a few buffers fit
+/// in L1 next to the streamed data.
+pub(crate) const BLOCK: usize = 256;
+
+/// Smallest amount of work worth a parallel task.
+const MIN_TASK: usize = 1 << 14;
+
+/// Chunk boundaries of parallel tasks are multiples of this many elements.
+const ALIGN: usize = 64;
+
+/// Calls `f(starts, len)` for every piece of the walk's rows that falls in `range`, an element
+/// range in the walk's row-major order.
+pub(crate) fn for_each_segment<const M: usize>(
+    walk: &Coalesced<M>,
+    range: Range<usize>,
+    mut f: impl FnMut([usize; M], usize),
+) {
+    let len = walk.inner_len();
+    if len == 0 || range.is_empty() {
+        return;
+    }
+    let strides = walk.inner_strides();
+    let first = range.start / len;
+    let last = (range.end - 1) / len;
+    let mut row = first;
+    walk.for_each_row(first..last + 1, |starts| {
+        let lo = if row == first {
+            range.start - row * len
+        } else {
+            0
+        };
+        let hi = if row == last {
+            range.end - row * len
+        } else {
+            len
+        };
+        f(
+            std::array::from_fn(|k| starts[k] + lo * strides[k]),
+            hi - lo,
+        );
+        row += 1;
+    });
+}
+
+/// A fresh row-major buffer for `layouts[0]` (the output: contiguous from offset 0), filled by
+/// `row(out_segment, starts, strides)` where `starts`/`strides` give every operand's position
+/// and step for that segment (operand 0's are the output's and can be ignored).
+pub(crate) fn build<O: Send, const M: usize>(
+    layouts: [&Layout; M],
+    row: impl Fn(&mut [MaybeUninit<O>], [usize; M], [usize; M]) + Sync,
+) -> Vec<O> {
+    let n = layouts[0].numel();
+    debug_assert!(layouts[0].is_contiguous() && layouts[0].offset() == 0);
+    let walk = Coalesced::new(
+        layouts[0].sizes(),
+        layouts.map(|l| l.strides()),
+        layouts.map(|l| l.offset()),
+    );
+    let strides = walk.inner_strides();
+    let mut out = take_buffer::<O>(n);
+    for_each_chunk_mut(
+        &mut out.spare_capacity_mut()[..n],
+        task_count(n, MIN_TASK),
+        ALIGN,
+        |range, chunk| {
+            let mut done = 0;
+            for_each_segment(&walk, range, |starts, len| {
+                row(&mut chunk[done..done + len], starts, strides);
+                done += len;
+            });
+            assert_eq!(done, chunk.len(), "a walk covers its element range");
+        },
+    );
+    // SAFETY: the chunks cover `0..n` exactly once; within each, the segments of the walk cover
+    // the chunk exactly (asserted above) and every row loop writes every slot of its segment.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// A run of `len` destination elements, `stride` apart, that one task may read and write.
+pub(crate) struct RowMut<'a, E> {
+    ptr: *mut E,
+    len: usize,
+    stride: usize,
+    _borrow: PhantomData<&'a mut E>,
+}
+
+impl<E: Copy> RowMut<'_, E> {
+    /// # Safety
+    /// Positions `ptr + i * stride` for `i < len` must be valid for reads and writes, and no
+    /// other reference or `RowMut` may reach them while this one lives.
+    unsafe fn new(ptr: *mut E, len: usize, stride: usize) -> Self {
+        RowMut {
+            ptr,
+            len,
+            stride,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The run as a slice when its elements are adjacent.
+    #[inline]
+    pub(crate) fn as_slice(&mut self) -> Option<&mut [E]> {
+        if self.stride == 1 || self.len <= 1 {
+            // SAFETY: `len` adjacent elements we may access exclusively (see `new`).
+            Some(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
+        } else {
+            None
+        }
+    }
+
+    /// Element `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> E {
+        assert!(i < self.len);
+        // SAFETY: in range, see `new`.
+        unsafe { *self.ptr.add(i * self.stride) }
+    }
+
+    /// Overwrites element `i`.
+    #[inline]
+    pub(crate) fn set(&mut self, i: usize, v: E) {
+        assert!(i < self.len);
+        // SAFETY: in range, see `new`.
+        unsafe { *self.ptr.add(i * self.stride) = v }
+    }
+}
+
+struct SendPtr<E>(*mut E);
+// SAFETY: only used to hand disjoint element sets of one buffer to pool threads (see `apply`).
+unsafe impl<E: Send> Send for SendPtr<E> {}
+// SAFETY: as above.
+unsafe impl<E: Send> Sync for SendPtr<E> {}
+impl<E> SendPtr<E> {
+    fn get(&self) -> *mut E {
+        self.0
+    }
+}
+
+/// Writes through `dst` seen by `layouts[0]`; the other layouts are inputs of the same shape.
+/// `row(dst_run, starts, strides)` is called once per segment of the walk.
+///
+/// The caller guarantees that `layouts[0]` has no stride-0 dim of size > 1 and lies within
+/// `dst`. When the layout is provably non-overlapping, segments run in parallel.
+pub(crate) fn apply<E: Copy + Send, const M: usize>(
+    dst: &mut [E],
+    layouts: [&Layout; M],
+    row: impl Fn(RowMut<'_, E>, [usize; M], [usize; M]) + Sync,
+) {
+    let l0 = layouts[0];
+    let n = l0.numel();
+    if n == 0 {
+        return;
+    }
+    assert!(
+        l0.required_storage_len() <= dst.len(),
+        "layout fits the storage"
+    );
+    // Visit dims in the destination's memory order (stable: ties keep their order).
+    let mut order: Vec<usize> = (0..l0.rank()).collect();
+    order.sort_by(|&a, &b| l0.strides()[b].cmp(&l0.strides()[a]));
+    let sizes: Vec<usize> = order.iter().map(|&d| l0.sizes()[d]).collect();
+    let strides: [Vec<usize>; M] =
+        std::array::from_fn(|k| order.iter().map(|&d| layouts[k].strides()[d]).collect());
+    let walk = Coalesced::new(
+        &sizes,
+        std::array::from_fn(|k| strides[k].as_slice()),
+        layouts.map(|l| l.offset()),
+    );
+    let inner = walk.inner_strides();
+    let tasks = if l0.is_provably_non_overlapping() {
+        task_count(n, MIN_TASK)
+    } else {
+        1
+    };
+    let base = SendPtr(dst.as_mut_ptr());
+    for_each_split(n, tasks, ALIGN, |_, range| {
+        for_each_segment(&walk, range, |starts, len| {
+            // SAFETY: the positions lie within `dst` (the layout fits it, asserted above), and
+            // no two tasks share one: with several tasks the layout maps every index to its
+            // own element, and the tasks' element ranges are disjoint. `dst` itself is not
+            // used while the runs live.
+            let run = unsafe { RowMut::new(base.get().add(starts[0]), len, inner[0]) };
+            row(run, starts, inner);
+        });
+    });
+}
+
+/// Loads `dst.len()` elements of `src` (from `start`, step `stride`) into `dst`, converted.
+#[inline]
+pub(crate) fn load<S: Element, T: Element>(src: &[S], start: usize, stride: usize, dst: &mut [T]) {
+    let n = dst.len();
+    if n == 0 {
+        return;
+    }
+    match stride {
+        1 => convert(&src[start..start + n], dst),
+        0 => dst.fill(cast::<S, T>(src[start])),
+        _ => {
+            let mut tmp = [S::ZERO; BLOCK];
+            for (c, d) in dst.chunks_mut(BLOCK).enumerate() {
+                let m = d.len();
+                let s0 = start + c * BLOCK * stride;
+                for (i, t) in tmp[..m].iter_mut().enumerate() {
+                    *t = src[s0 + i * stride];
+                }
+                convert(&tmp[..m], d);
+            }
+        }
+    }
+}
+
+/// Reads a destination run into `dst`, converted.
+#[inline]
+fn load_run<E: Element, T: Element>(run: &mut RowMut<'_, E>, at: usize, dst: &mut [T]) {
+    let m = dst.len();
+    if let Some(s) = run.as_slice() {
+        convert(&s[at..at + m], dst);
+    } else {
+        let mut tmp = [E::ZERO; BLOCK];
+        for (i, t) in tmp[..m].iter_mut().enumerate() {
+            *t = run.get(at + i);
+        }
+        convert(&tmp[..m], dst);
+    }
+}
+
+/// Writes `src` into a destination run from `at` on, converted.
+#[inline]
+fn store_run<T: Element, E: Element>(run: &mut RowMut<'_, E>, at: usize, src: &[T]) {
+    let m = src.len();
+    if let Some(d) = run.as_slice() {
+        convert(src, &mut d[at..at + m]);
+    } else {
+        let mut tmp = [E::ZERO; BLOCK];
+        convert(src, &mut tmp[..m]);
+        for (i, &v) in tmp[..m].iter().enumerate() {
+            run.set(at + i, v);
+        }
+    }
+}
+
+#[inline]
+fn write_converted<U: Element, O: Element>(out: &mut [MaybeUninit<O>], ys: &[U]) {
+    let mut os = [O::ZERO; BLOCK];
+    let m = ys.len();
+    convert(ys, &mut os[..m]);
+    for (o, &v) in out.iter_mut().zip(&os[..m]) {
+        o.write(v);
+    }
+}
+
+/// `out[i] = f(src[start + i * stride])`, loading `S` as `T` and storing `U` as `O`.
+#[inline]
+pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
+    out: &mut [MaybeUninit<O>],
+    src: &[S],
+    start: usize,
+    stride: usize,
+    f: &impl Fn(T) -> U,
+) {
+    let n = out.len();
+    if let (Some(src), Some(out)) = (as_type::<S, T>(src), as_uninit_type_mut::<O, U>(out)) {
+        if stride == 1 {
+            for (o, &x) in out.iter_mut().zip(&src[start..start + n]) {
+                o.write(f(x));
+            }
+        } else {
+            for (i, o) in out.iter_mut().enumerate() {
+                o.write(f(src[start + i * stride]));
+            }
+        }
+        return;
+    }
+    let mut xs = [T::ZERO; BLOCK];
+    let mut ys = [U::ZERO; BLOCK];
+    for (c, oc) in out.chunks_mut(BLOCK).enumerate() {
+        let m = oc.len();
+        load(src, start + c * BLOCK * stride, stride, &mut xs[..m]);
+        for (y, &x) in ys[..m].iter_mut().zip(&xs[..m]) {
+            *y = f(x);
+        }
+        write_converted(oc, &ys[..m]);
+    }
+}
+
+/// One input operand of a row loop: storage slice, start position and step.
+#[derive(Clone, Copy)]
+pub(crate) struct In<'a, S> {
+    pub(crate) data: &'a [S],
+    pub(crate) start: usize,
+    pub(crate) stride: usize,
+}
+
+impl<'a, S: Element> In<'a, S> {
+    pub(crate) fn new(data: &'a [S], start: usize, stride: usize) -> Self {
+        In {
+            data,
+            start,
+            stride,
+        }
+    }
+
+    #[inline]
+    fn load<T: Element>(&self, at: usize, dst: &mut [T]) {
+        load(self.data, self.start + at * self.stride, self.stride, dst)
+    }
+}
+
+/// `out[i] = f(a[i], b[i])` over a segment, loading `A`/`B` as `T` and storing `U` as `O`.
+#[inline]
+pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>(
+    out: &mut [MaybeUninit<O>],
+    a: In<'_, A>,
+    b: In<'_, B>,
+    f: &impl Fn(T, T) -> U,
+) {
+    let n = out.len();
+    if let (Some(x), Some(y), Some(out)) = (
+        as_type::<A, T>(a.data),
+        as_type::<B, T>(b.data),
+        as_uninit_type_mut::<O, U>(out),
+    ) {
+        let (sa, sb) = (a.start, b.start);
+        match (a.stride, b.stride) {
+            (1, 1) => {
+                for ((o, &p), &q) in out.iter_mut().zip(&x[sa..sa + n]).zip(&y[sb..sb + n]) {
+                    o.write(f(p, q));
+                }
+            }
+            (1, 0) => {
+                let q = y[sb];
+                for (o, &p) in out.iter_mut().zip(&x[sa..sa + n]) {
+                    o.write(f(p, q));
+                }
+            }
+            (0, 1) => {
+                let p = x[sa];
+                for (o, &q) in out.iter_mut().zip(&y[sb..sb + n]) {
+                    o.write(f(p, q));
+                }
+            }
+            (ta, tb) => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    o.write(f(x[sa + i * ta], y[sb + i * tb]));
+                }
+            }
+        }
+        return;
+    }
+    let mut xs = [T::ZERO; BLOCK];
+    let mut ys = [T::ZERO; BLOCK];
+    let mut zs = [U::ZERO; BLOCK];
+    for (c, oc) in out.chunks_mut(BLOCK).enumerate() {
+        let m = oc.len();
+        a.load(c * BLOCK, &mut xs[..m]);
+        b.load(c * BLOCK, &mut ys[..m]);
+        for ((z, &p), &q) in zs[..m].iter_mut().zip(&xs[..m]).zip(&ys[..m]) {
+            *z = f(p, q);
+        }
+        write_converted(oc, &zs[..m]);
+    }
+}
+
+/// `out[i] = if c[i] { a[i] } else { b[i] }` over a segment, converting `A`/`B` to `O`.
+#[inline]
+pub(crate) fn select<A: Element, B: Element, O: Element>(
+    out: &mut [MaybeUninit<O>],
+    c: In<'_, bool>,
+    a: In<'_, A>,
+    b: In<'_, B>,
+) {
+    let mut cs = [false; BLOCK];
+    let mut xs = [O::ZERO; BLOCK];
+    let mut ys = [O::ZERO; BLOCK];
+    for (k, oc) in out.chunks_mut(BLOCK).enumerate() {
+        let m = oc.len();
+        c.load(k * BLOCK, &mut cs[..m]);
+        a.load(k * BLOCK, &mut xs[..m]);
+        b.load(k * BLOCK, &mut ys[..m]);
+        for (((o, &c), &x), &y) in oc.iter_mut().zip(&cs[..m]).zip(&xs[..m]).zip(&ys[..m]) {
+            o.write(if c { x } else { y });
+        }
+    }
+}
+
+/// `dst[i] = f(dst[i])` over a destination run, computing in `T`.
+#[inline]
+pub(crate) fn unary_inplace<E: Element, T: Element>(mut dst: RowMut<'_, E>, f: &impl Fn(T) -> T) {
+    let n = dst.len();
+    if let Some(d) = dst.as_slice().and_then(as_type_mut::<E, T>) {
+        for v in d.iter_mut() {
+            *v = f(*v);
+        }
+        return;
+    }
+    let mut xs = [T::ZERO; BLOCK];
+    for c in (0..n).step_by(BLOCK) {
+        let m = BLOCK.min(n - c);
+        load_run(&mut dst, c, &mut xs[..m]);
+        for x in xs[..m].iter_mut() {
+            *x = f(*x);
+        }
+        store_run(&mut dst, c, &xs[..m]);
+    }
+}
+
+/// `dst[i] = f(dst[i], b[i])` over a destination run, computing in `T`.
+#[inline]
+pub(crate) fn binary_inplace<E: Element, B: Element, T: Element>(
+    mut dst: RowMut<'_, E>,
+    b: In<'_, B>,
+    f: &impl Fn(T, T) -> T,
+) {
+    let n = dst.len();
+    if let (Some(d), Some(y)) = (
+        dst.as_slice().and_then(as_type_mut::<E, T>),
+        as_type::<B, T>(b.data),
+    ) {
+        let sb = b.start;
+        match b.stride {
+            1 => {
+                for (p, &q) in d.iter_mut().zip(&y[sb..sb + n]) {
+                    *p = f(*p, q);
+                }
+            }
+            0 => {
+                let q = y[sb];
+                for p in d.iter_mut() {
+                    *p = f(*p, q);
+                }
+            }
+            tb => {
+                for (i, p) in d.iter_mut().enumerate() {
+                    *p = f(*p, y[sb + i * tb]);
+                }
+            }
+        }
+        return;
+    }
+    let mut xs = [T::ZERO; BLOCK];
+    let mut ys = [T::ZERO; BLOCK];
+    for c in (0..n).step_by(BLOCK) {
+        let m = BLOCK.min(n - c);
+        load_run(&mut dst, c, &mut xs[..m]);
+        b.load(c, &mut ys[..m]);
+        for (x, &y) in xs[..m].iter_mut().zip(&ys[..m]) {
+            *x = f(*x, y);
+        }
+        store_run(&mut dst, c, &xs[..m]);
+    }
+}
+
+/// `dst[i] = if mask[i] { value } else { dst[i] }` over a destination run.
+#[inline]
+pub(crate) fn masked_fill_inplace<E: Element>(
+    mut dst: RowMut<'_, E>,
+    mask: In<'_, bool>,
+    value: E,
+) {
+    let n = dst.len();
+    let mut ms = [false; BLOCK];
+    for c in (0..n).step_by(BLOCK) {
+        let m = BLOCK.min(n - c);
+        mask.load(c, &mut ms[..m]);
+        if let Some(d) = dst.as_slice() {
+            for (x, &k) in d[c..c + m].iter_mut().zip(&ms[..m]) {
+                if k {
+                    *x = value;
+                }
+            }
+        } else {
+            for (i, &k) in ms[..m].iter().enumerate() {
+                if k {
+                    dst.set(c + i, value);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,443 @@
+//! Comparisons and selection: `eq`/`ne`/`lt`/`le`/`gt`/`ge` (tensor and scalar forms, compared
+//! after promotion), `where_`, `masked_fill`, logical operations, `isnan`/`isinf`/`isfinite`,
+//! `isclose`/`allclose`.
+
+use super::binary::Sp;
+use super::promote::{Promote, Promoted, ScalarPromote};
+use super::{C, Cp, expand_layout, inplace_source, map, zip, zip_scalar};
+use crate::backend::cpu::num::{Native, cast};
+use crate::backend::cpu::pointwise::{self, In};
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{Layout, broadcast_shapes};
+use crate::storage::{with_read2, with_write_read};
+use crate::tensor::{DynTensor, or_panic};
+
+macro_rules! comparisons {
+    ($($(#[doc = $doc:literal])* $name:ident, $try_name:ident, $name_s:ident, $op:tt;)*) => {
+        impl<E: Element> DynTensor<E> {$(
+            $(#[doc = $doc])*
+            #[track_caller]
+            pub fn $name<B: Element>(&self, other: &DynTensor<B>) -> DynTensor<bool>
+            where
+                E: Promote<B>,
+            {
+                or_panic(self.$try_name(other))
+            }
+
+            #[doc = concat!("[`DynTensor::", stringify!($name), "`], or an error \
+                (`ShapeMismatch`) when the shapes do not broadcast.")]
+            ///
+            /// ```
+            /// use namedtensor::DynTensor;
+            #[doc = concat!("assert!(DynTensor::<f32>::ones(&[2]).", stringify!($try_name),
+                "(&DynTensor::<f32>::ones(&[3])).is_err());")]
+            /// ```
+            pub fn $try_name<B: Element>(&self, other: &DynTensor<B>) -> Result<DynTensor<bool>>
+            where
+                E: Promote<B>,
+            {
+                zip::<E, B, Cp<E, B>, bool, bool>(stringify!($name), self, other, |x, y| x $op y)
+            }
+
+            #[doc = concat!("[`DynTensor::", stringify!($name), "`] against a scalar, compared \
+                in the [`ScalarPromote`](crate::ScalarPromote) type (an integer tensor and a \
+                float scalar compare as `f32`).")]
+            ///
+            /// ```
+            /// let t = namedtensor::DynTensor::from_vec(vec![1i32, 2, 3], &[3]);
+            #[doc = concat!("let r = t.", stringify!($name_s), "(2.5);")]
+            /// assert_eq!(r.shape(), &[3]);
+            /// ```
+            pub fn $name_s<S: Element>(&self, scalar: S) -> DynTensor<bool>
+            where
+                E: ScalarPromote<S>,
+            {
+                let v: C<Sp<E, S>> = cast(scalar);
+                or_panic(zip_scalar::<E, C<Sp<E, S>>, bool, bool>(
+                    stringify!($name_s), self, v, false, |x, y| x $op y,
+                ))
+            }
+        )*}
+    };
+}
+
+comparisons! {
+    /// Elementwise `self == other` → `bool`, broadcasting; mixed types compare after promotion.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1i32, 2, 3], &[3]);
+    /// let b = DynTensor::from_vec(vec![1.0f32, 2.5, 3.0], &[3]);
+    /// assert_eq!(a.eq(&b).to_vec(), vec![true, false, true]);
+    /// ```
+    eq, try_eq, eq_scalar, ==;
+    /// Elementwise `self != other` → `bool` (true for NaN).
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f32, f32::NAN], &[2]);
+    /// assert_eq!(a.ne(&a).to_vec(), vec![false, true]);
+    /// ```
+    ne, try_ne, ne_scalar, !=;
+    /// Elementwise `self < other` → `bool`.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1u8, 200], &[2]);
+    /// assert_eq!(a.lt(&DynTensor::from_vec(vec![-1i8], &[1])).to_vec(), vec![false, false]);
+    /// ```
+    lt, try_lt, lt_scalar, <;
+    /// Elementwise `self <= other` → `bool`.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f64, 2.0], &[2]);
+    /// assert_eq!(a.le_scalar(1).to_vec(), vec![true, false]);
+    /// ```
+    le, try_le, le_scalar, <=;
+    /// Elementwise `self > other` → `bool`.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1i64, 5], &[2]);
+    /// assert_eq!(a.gt_scalar(1.5).to_vec(), vec![false, true]);
+    /// ```
+    gt, try_gt, gt_scalar, >;
+    /// Elementwise `self >= other` → `bool`.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1i64, 5], &[2, 1]);
+    /// let b = DynTensor::from_vec(vec![1i64, 5], &[2]);
+    /// assert_eq!(a.ge(&b).to_vec(), vec![true, false, true, true]);
+    /// ```
+    ge, try_ge, ge_scalar, >=;
+}
+
+/// `cond ? a : b` elementwise, broadcasting all three (PyTorch's `torch.where`); the result
+/// type is the promotion of `A` and `B`. Panics where [`try_where_`] fails.
+///
+/// ```
+/// use namedtensor::{where_, DynTensor};
+/// let cond = DynTensor::from_vec(vec![true, false], &[2, 1]);
+/// let a = DynTensor::from_vec(vec![1i32, 2, 3], &[3]);
+/// let b = DynTensor::scalar(0.5f32);
+/// assert_eq!(where_(&cond, &a, &b).to_vec(), vec![1.0, 2.0, 3.0, 0.5, 0.5, 0.5]);
+/// ```
+#[track_caller]
+pub fn where_<A: Promote<B>, B: Element>(
+    cond: &DynTensor<bool>,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+) -> DynTensor<Promoted<A, B>> {
+    or_panic(try_where_(cond, a, b))
+}
+
+/// [`where_`], or an error (`ShapeMismatch`) when the three shapes do not broadcast.
+///
+/// ```
+/// use namedtensor::{ops::try_where_, DynTensor};
+/// let cond = DynTensor::from_vec(vec![true, false], &[2]);
+/// assert!(try_where_(&cond, &DynTensor::<f32>::ones(&[3]), &DynTensor::<f32>::ones(&[1])).is_err());
+/// ```
+pub fn try_where_<A: Promote<B>, B: Element>(
+    cond: &DynTensor<bool>,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+) -> Result<DynTensor<Promoted<A, B>>> {
+    let op = "where";
+    let shape = broadcast_shapes(op, a.shape(), b.shape())
+        .and_then(|s| broadcast_shapes(op, cond.shape(), &s))
+        .map_err(|_| {
+            Error::new(
+                ErrorKind::ShapeMismatch,
+                op,
+                format!(
+                    "the condition's shape {:?} and the operands' shapes {:?} and {:?} cannot be \
+                     broadcast together",
+                    cond.shape(),
+                    a.shape(),
+                    b.shape()
+                ),
+            )
+        })?;
+    let lc = expand_layout(cond.layout(), &shape)?;
+    let la = expand_layout(a.layout(), &shape)?;
+    let lb = expand_layout(b.layout(), &shape)?;
+    let out_layout = Layout::contiguous(&shape)?;
+    let gc = cond.storage().read();
+    let sc = gc.cpu(op)?;
+    let data = with_read2(op, a.storage(), b.storage(), |sa, sb| {
+        pointwise::build([&out_layout, &lc, &la, &lb], |out, st, sd| {
+            pointwise::select::<A, B, Promoted<A, B>>(
+                out,
+                In::new(sc, st[1], sd[1]),
+                In::new(sa, st[2], sd[2]),
+                In::new(sb, st[3], sd[3]),
+            )
+        })
+    })?;
+    DynTensor::from_contiguous_vec(data, &shape)
+}
+
+impl<E: Element> DynTensor<E> {
+    /// PyTorch's method form of [`where_`]: `self` where `cond` holds, else `other`.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f32, -2.0], &[2]);
+    /// assert_eq!(a.where_(&a.gt_scalar(0), &DynTensor::scalar(0.0f32)).to_vec(), vec![1.0, 0.0]);
+    /// ```
+    #[track_caller]
+    pub fn where_<B: Element>(
+        &self,
+        cond: &DynTensor<bool>,
+        other: &DynTensor<B>,
+    ) -> DynTensor<Promoted<E, B>>
+    where
+        E: Promote<B>,
+    {
+        where_(cond, self, other)
+    }
+
+    /// A copy with `value` wherever `mask` (broadcast to this shape) is true.
+    /// Panics where [`DynTensor::try_masked_fill`] fails.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let t = DynTensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+    /// let mask = DynTensor::from_vec(vec![false, true], &[2]);
+    /// assert_eq!(t.masked_fill(&mask, -1.0).to_vec(), vec![1.0, -1.0, 3.0, -1.0]);
+    /// ```
+    #[track_caller]
+    pub fn masked_fill(&self, mask: &DynTensor<bool>, value: E) -> DynTensor<E> {
+        or_panic(self.try_masked_fill(mask, value))
+    }
+
+    /// [`DynTensor::masked_fill`], or an error when `mask` does not broadcast to this shape.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let t = DynTensor::<f32>::ones(&[2, 2]);
+    /// assert!(t.try_masked_fill(&DynTensor::from_vec(vec![true; 3], &[3]), 0.0).is_err());
+    /// ```
+    pub fn try_masked_fill(&self, mask: &DynTensor<bool>, value: E) -> Result<DynTensor<E>> {
+        let op = "masked_fill";
+        let lm = mask_layout(op, mask, self.shape())?;
+        let out_layout = Layout::contiguous(self.shape())?;
+        let value_t = DynTensor::scalar(value);
+        let lv = expand_layout(value_t.layout(), self.shape())?;
+        let gv = value_t.storage().read();
+        let sv = gv.cpu(op)?;
+        let data = with_read2(op, mask.storage(), self.storage(), |sm, ss| {
+            pointwise::build([&out_layout, &lm, &lv, self.layout()], |out, st, sd| {
+                pointwise::select::<E, E, E>(
+                    out,
+                    In::new(sm, st[1], sd[1]),
+                    In::new(sv, st[2], sd[2]),
+                    In::new(ss, st[3], sd[3]),
+                )
+            })
+        })?;
+        DynTensor::from_contiguous_vec(data, self.shape())
+    }
+
+    /// Writes `value` through this view wherever `mask` (broadcast to its shape) is true.
+    /// Panics where [`DynTensor::try_masked_fill_`] fails.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let t = DynTensor::from_vec(vec![1i32, 2, 3], &[3]);
+    /// t.masked_fill_(&t.gt_scalar(1), 0);
+    /// assert_eq!(t.to_vec(), vec![1, 0, 0]);
+    /// ```
+    #[track_caller]
+    pub fn masked_fill_(&self, mask: &DynTensor<bool>, value: E) -> &Self {
+        or_panic(self.try_masked_fill_(mask, value))
+    }
+
+    /// [`DynTensor::masked_fill_`], or an error when `mask` does not broadcast to this shape
+    /// or this view is expanded; nothing is written then.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let t = DynTensor::<f32>::ones(&[3]).expand(&[2, 3]);
+    /// assert!(t.try_masked_fill_(&DynTensor::from_vec(vec![true], &[1]), 0.0).is_err());
+    /// ```
+    pub fn try_masked_fill_(&self, mask: &DynTensor<bool>, value: E) -> Result<&Self> {
+        let op = "masked_fill_";
+        self.check_writable(op)?;
+        mask_layout(op, mask, self.shape())?;
+        let mask = inplace_source(op, self, mask)?;
+        with_write_read(op, self.storage(), mask.storage(), |d, m| {
+            pointwise::apply(d, [self.layout(), mask.layout()], |run, st, sd| {
+                pointwise::masked_fill_inplace(run, In::new(m, st[1], sd[1]), value)
+            })
+        })?;
+        Ok(self)
+    }
+
+    /// Elementwise logical and of the truth values (non-zero is true), broadcasting.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![true, true, false], &[3]);
+    /// let b = DynTensor::from_vec(vec![1.0f32, 0.0, 2.0], &[3]);
+    /// assert_eq!(a.logical_and(&b).to_vec(), vec![true, false, false]);
+    /// ```
+    #[track_caller]
+    pub fn logical_and<B: Element>(&self, other: &DynTensor<B>) -> DynTensor<bool> {
+        or_panic(logical(self, other, "logical_and", |x, y| x & y))
+    }
+
+    /// Elementwise logical or (non-zero is true), broadcasting.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![true, false], &[2]);
+    /// assert_eq!(a.logical_or(&DynTensor::from_vec(vec![false], &[1])).to_vec(), vec![true, false]);
+    /// ```
+    #[track_caller]
+    pub fn logical_or<B: Element>(&self, other: &DynTensor<B>) -> DynTensor<bool> {
+        or_panic(logical(self, other, "logical_or", |x, y| x | y))
+    }
+
+    /// Elementwise logical exclusive or (non-zero is true), broadcasting.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![true, false], &[2]);
+    /// assert_eq!(a.logical_xor(&DynTensor::from_vec(vec![true], &[1])).to_vec(), vec![false, true]);
+    /// ```
+    #[track_caller]
+    pub fn logical_xor<B: Element>(&self, other: &DynTensor<B>) -> DynTensor<bool> {
+        or_panic(logical(self, other, "logical_xor", |x, y| x ^ y))
+    }
+
+    /// Elementwise logical not (zero becomes true).
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![0i32, 3], &[2]);
+    /// assert_eq!(a.logical_not().to_vec(), vec![true, false]);
+    /// ```
+    pub fn logical_not(&self) -> DynTensor<bool> {
+        or_panic(map::<E, C<E>, bool, bool>("logical_not", self, |x| {
+            x.is_zero()
+        }))
+    }
+
+    /// Whether each element is NaN (never for integers).
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f32, f32::NAN], &[2]);
+    /// assert_eq!(a.isnan().to_vec(), vec![false, true]);
+    /// ```
+    pub fn isnan(&self) -> DynTensor<bool> {
+        or_panic(map::<E, C<E>, bool, bool>("isnan", self, |x| x.is_nan()))
+    }
+
+    /// Whether each element is finite (neither infinite nor NaN; always for integers).
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f32, f32::INFINITY, f32::NAN], &[3]);
+    /// assert_eq!(a.isfinite().to_vec(), vec![true, false, false]);
+    /// ```
+    pub fn isfinite(&self) -> DynTensor<bool> {
+        or_panic(map::<E, C<E>, bool, bool>("isfinite", self, |x| {
+            x.is_finite()
+        }))
+    }
+
+    /// Whether each element is `+inf` or `-inf`.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f32, f32::NEG_INFINITY, f32::NAN], &[3]);
+    /// assert_eq!(a.isinf().to_vec(), vec![false, true, false]);
+    /// ```
+    pub fn isinf(&self) -> DynTensor<bool> {
+        or_panic(map::<E, C<E>, bool, bool>("isinf", self, |x| {
+            !x.is_finite() && !x.is_nan()
+        }))
+    }
+
+    /// Whether `|self - other| <= atol + rtol · |other|` elementwise (PyTorch's `isclose`),
+    /// broadcasting and comparing in `f64`; NaNs are close to each other only if `equal_nan`.
+    /// Infinities are close only to themselves. Panics where the shapes do not broadcast.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f32, 2.0, f32::NAN], &[3]);
+    /// let b = DynTensor::from_vec(vec![1.0f32 + 1e-7, 2.1, f32::NAN], &[3]);
+    /// assert_eq!(a.isclose(&b, 1e-5, 1e-8, false).to_vec(), vec![true, false, false]);
+    /// assert_eq!(a.isclose(&b, 1e-5, 1e-8, true).to_vec(), vec![true, false, true]);
+    /// ```
+    #[track_caller]
+    pub fn isclose<B: Element>(
+        &self,
+        other: &DynTensor<B>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> DynTensor<bool> {
+        or_panic(zip::<E, B, f64, bool, bool>(
+            "isclose",
+            self,
+            other,
+            move |x, y| {
+                if x == y {
+                    true
+                } else if x.is_nan() || y.is_nan() {
+                    equal_nan && x.is_nan() && y.is_nan()
+                } else if !x.is_finite() || !y.is_finite() {
+                    false
+                } else {
+                    (x - y).abs() <= atol + rtol * y.abs()
+                }
+            },
+        ))
+    }
+
+    /// Whether every element is close to `other`'s (see [`DynTensor::isclose`], NaNs never
+    /// close); false when the shapes do not broadcast.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f64, 2.0], &[2]);
+    /// assert!(a.allclose(&DynTensor::from_vec(vec![1.0f32, 2.0], &[2]), 1e-5, 1e-8));
+    /// assert!(!a.allclose(&DynTensor::<f64>::ones(&[3]), 1e-5, 1e-8));
+    /// ```
+    pub fn allclose<B: Element>(&self, other: &DynTensor<B>, rtol: f64, atol: f64) -> bool {
+        if broadcast_shapes("allclose", self.shape(), other.shape()).is_err() {
+            return false;
+        }
+        self.isclose(other, rtol, atol, false).all()
+    }
+}
+
+fn logical<A: Element, B: Element>(
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+    op: &'static str,
+    f: impl Fn(bool, bool) -> bool + Sync,
+) -> Result<DynTensor<bool>> {
+    zip::<A, B, f64, bool, bool>(op, a, b, move |x, y| f(x != 0.0, y != 0.0))
+}
+
+/// The layout of `mask` broadcast to `shape`, or an error naming both shapes.
+fn mask_layout(op: &'static str, mask: &DynTensor<bool>, shape: &[usize]) -> Result<Layout> {
+    expand_layout(mask.layout(), shape).map_err(|_| {
+        Error::new(
+            ErrorKind::ShapeMismatch,
+            op,
+            format!(
+                "the mask's shape {:?} cannot be broadcast to the tensor's shape {shape:?}",
+                mask.shape()
+            ),
+        )
+    })
+}
