@@ -4,13 +4,13 @@
 //! axes), which must give the result's names: the positions are consistent with the
 //! types, not just equal to the numbers written here.
 
+use namedtensor::Dim;
 use namedtensor::named::id::{Digit, TypeLevelId};
 use namedtensor::named::{
-    axis_of, names, rank, AlignTo, Alignment, Broadcast, BroadcastPositional, Contract,
-    Contraction, HasDim, MaskTo, MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim, Rename,
-    ReplaceDim, SameDims, Shape, Stack, Unmask,
+    AlignTo, Alignment, Broadcast, BroadcastPositional, Contract, Contraction, HasDim, MaskTo,
+    MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim, Rename, ReplaceDim, SameDims, Shape,
+    Stack, Unmask, axis_of, names, rank,
 };
-use namedtensor::Dim;
 
 namedtensor::dims! { A, B, C, D, E, F, G, H }
 namedtensor::dims! { Batch, Seq, Hidden, Out, Heads, Query, Key }

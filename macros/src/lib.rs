@@ -136,19 +136,18 @@ fn parse_decls(tokens: &[TokenTree]) -> Result<Vec<Decl>, Error> {
                 ),
             ));
         }
-        if let Some((id, span)) = decl.explicit_id {
-            if let Some(other) = decls
+        if let Some((id, span)) = decl.explicit_id
+            && let Some(other) = decls
                 .iter()
                 .find(|d| matches!(d.explicit_id, Some((o, _)) if o == id))
-            {
-                return Err(Error::new(
-                    span,
-                    format!(
-                        "`{}` and `{}` would have the same id {id:#x}; dimension ids must differ",
-                        other.bare_name, decl.bare_name
-                    ),
-                ));
-            }
+        {
+            return Err(Error::new(
+                span,
+                format!(
+                    "`{}` and `{}` would have the same id {id:#x}; dimension ids must differ",
+                    other.bare_name, decl.bare_name
+                ),
+            ));
         }
         decls.push(decl);
     }
@@ -179,16 +178,16 @@ fn parse_decl(chunk: &[TokenTree]) -> Result<Decl, Error> {
     }
 
     let mut vis = Vec::new();
-    if let Some(TokenTree::Ident(id)) = chunk.get(i) {
-        if id.to_string() == "pub" {
+    if let Some(TokenTree::Ident(id)) = chunk.get(i)
+        && id.to_string() == "pub"
+    {
+        vis.push(chunk[i].clone());
+        i += 1;
+        if let Some(TokenTree::Group(g)) = chunk.get(i)
+            && g.delimiter() == Delimiter::Parenthesis
+        {
             vis.push(chunk[i].clone());
             i += 1;
-            if let Some(TokenTree::Group(g)) = chunk.get(i) {
-                if g.delimiter() == Delimiter::Parenthesis {
-                    vis.push(chunk[i].clone());
-                    i += 1;
-                }
-            }
         }
     }
 

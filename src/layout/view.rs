@@ -379,7 +379,7 @@ pub fn infer_shape(op: &'static str, shape: &[isize], sizes: &[usize]) -> Result
     let mut out: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
     match infer_at {
         Some(i) => {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(count_error());
             }
             out[i] = numel / known;

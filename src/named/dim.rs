@@ -5,7 +5,7 @@
 use super::assert::DistinctIds;
 use super::id::{Digit, DigitEq, IdEq, TypeLevelId};
 use super::list::{HCons, HNil};
-use super::logic::{Bool, B0, B1};
+use super::logic::{B0, B1, Bool};
 use super::shape::{AsList, Shape};
 use core::fmt::Debug;
 

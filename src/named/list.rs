@@ -19,7 +19,7 @@
 
 use super::assert::Pass;
 use super::dim::{Dim, DimEq, NoDim};
-use super::logic::{Bool, B0, B1};
+use super::logic::{B0, B1, Bool};
 use super::shape::AsList;
 
 pub use frunk::hlist::{HCons, HNil};

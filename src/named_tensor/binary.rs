@@ -1,1 +1,252 @@
-//! (filled in after the compute merge)
+//! Elementwise arithmetic between named tensors.
+//!
+//! - By name (the operators and `add`/`sub`/`mul`/`div`): the result's dims are the left
+//!   operand's, then the right operand's dims the left lacks, in the right's order; each
+//!   operand is aligned to them (a view) and sizes must be equal or 1.
+//! - Strict (`add_strict`, …): both must have the same dims, in any order.
+//! - Positional (`add_positional`, …): PyTorch's rule, where the names aligned from the right
+//!   must match.
+//!
+//! Private dims broadcast like visible ones but cannot be named. Shape-preserving positional
+//! operations (`exp`, `relu`, scalar arithmetic, …) apply through [`Tensor::map`].
+
+use super::Tensor;
+use super::view::aligned;
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::named::{Alignment, Broadcast, BroadcastPositional, SameDims, Shape};
+use crate::ops::{DivOutput, Promote, Promoted};
+use crate::tensor::{DynTensor, or_panic};
+
+/// Runs a positional binary op on both operands aligned to the result, turning a size
+/// mismatch into an error that names the dim.
+fn aligned_op<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    lhs: &DynTensor<A>,
+    lhs_plan: &Alignment,
+    rhs: &DynTensor<B>,
+    rhs_plan: &Alignment,
+    names: &[&'static str],
+    f: impl FnOnce(&DynTensor<A>, &DynTensor<B>) -> Result<DynTensor<O>>,
+) -> Result<DynTensor<O>> {
+    let (l, r) = (aligned(lhs, lhs_plan), aligned(rhs, rhs_plan));
+    for (i, (&a, &b)) in l.shape().iter().zip(r.shape()).enumerate() {
+        if a != b && a != 1 && b != 1 {
+            let name = names.get(i).copied().unwrap_or("?");
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                op,
+                format!(
+                    "dim `{name}` has size {a} on the left and {b} on the right, and neither is 1 \
+                     (left shape {:?}, right shape {:?}, result dims {names:?})",
+                    lhs.shape(),
+                    rhs.shape()
+                ),
+            ));
+        }
+    }
+    f(&l, &r)
+}
+
+fn full_names<S: Shape, P: Shape>() -> Vec<&'static str> {
+    P::NAMES.iter().chain(S::NAMES).copied().collect()
+}
+
+type ByName<O, S, S2, P, P2> =
+    Tensor<O, <S as Broadcast<S2, P, P2>>::Out, <S as Broadcast<S2, P, P2>>::Private>;
+type Strict<O, S, S2, P, P2> = Tensor<O, S, <S as SameDims<S2, P, P2>>::Private>;
+type Positional<O, S, S2, P, P2> = Tensor<
+    O,
+    <S as BroadcastPositional<S2, P, P2>>::Out,
+    <S as BroadcastPositional<S2, P, P2>>::Private,
+>;
+
+macro_rules! named_binary {
+    ($($Trait:ident $op:ident $try_op:ident $strict:ident $try_strict:ident
+        $positional:ident $try_positional:ident $Out:ident;)*) => {$(
+        impl<A: Element, S: Shape, P: Shape> Tensor<A, S, P> {
+            #[doc = concat!("`", stringify!($op), "` broadcasting by name (see the [module docs](self)). Panics where `try_", stringify!($op), "` fails.")]
+            ///
+            /// ```
+            /// use namedtensor::{dims, Tensor};
+            /// dims! { Rows, Cols }
+            /// let a = Tensor::<f32, (Rows, Cols)>::ones([2, 3]);
+            /// let b = Tensor::<f32, (Cols,)>::ones([3]);
+            #[doc = concat!("assert_eq!(a.", stringify!($op), "(&b).shape(), &[2, 3]);")]
+            /// ```
+            #[track_caller]
+            pub fn $op<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> ByName<$Out<A, B>, S, S2, P, P2>
+            where
+                A: Promote<B>,
+                S: Broadcast<S2, P, P2>,
+            {
+                or_panic(self.$try_op(other))
+            }
+
+            #[doc = concat!("`", stringify!($op), "` by name, or an error naming the dim whose sizes disagree.")]
+            pub fn $try_op<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Result<ByName<$Out<A, B>, S, S2, P, P2>>
+            where
+                A: Promote<B>,
+                S: Broadcast<S2, P, P2>,
+            {
+                let names = full_names::<<S as Broadcast<S2, P, P2>>::Out, <S as Broadcast<S2, P, P2>>::Private>();
+                aligned_op(
+                    stringify!($op),
+                    &self.raw,
+                    &<S as Broadcast<S2, P, P2>>::LHS,
+                    &other.raw,
+                    &<S as Broadcast<S2, P, P2>>::RHS,
+                    &names,
+                    |l, r| l.$try_op(r),
+                )
+                .map(Tensor::wrap)
+            }
+
+            #[doc = concat!("`", stringify!($op), "` of tensors with the same dims (in any order); the result has `self`'s order. Panics on sizes that disagree.")]
+            #[track_caller]
+            pub fn $strict<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Strict<$Out<A, B>, S, S2, P, P2>
+            where
+                A: Promote<B>,
+                S: SameDims<S2, P, P2>,
+            {
+                or_panic(self.$try_strict(other))
+            }
+
+            #[doc = concat!("The strict `", stringify!($op), "`, or an error naming the dim whose sizes disagree.")]
+            pub fn $try_strict<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Result<Strict<$Out<A, B>, S, S2, P, P2>>
+            where
+                A: Promote<B>,
+                S: SameDims<S2, P, P2>,
+            {
+                let names = full_names::<S, <S as SameDims<S2, P, P2>>::Private>();
+                aligned_op(
+                    stringify!($op),
+                    &self.raw,
+                    &<S as SameDims<S2, P, P2>>::LHS,
+                    &other.raw,
+                    &<S as SameDims<S2, P, P2>>::RHS,
+                    &names,
+                    |l, r| l.$try_op(r),
+                )
+                .map(Tensor::wrap)
+            }
+
+            #[doc = concat!("`", stringify!($op), "` with PyTorch's positional broadcasting, where the names aligned from the right must match. Panics on sizes that disagree.")]
+            #[track_caller]
+            pub fn $positional<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Positional<$Out<A, B>, S, S2, P, P2>
+            where
+                A: Promote<B>,
+                S: BroadcastPositional<S2, P, P2>,
+            {
+                or_panic(self.$try_positional(other))
+            }
+
+            #[doc = concat!("The positional `", stringify!($op), "`, or an error naming the dim whose sizes disagree.")]
+            pub fn $try_positional<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Result<Positional<$Out<A, B>, S, S2, P, P2>>
+            where
+                A: Promote<B>,
+                S: BroadcastPositional<S2, P, P2>,
+            {
+                let names = full_names::<<S as BroadcastPositional<S2, P, P2>>::Out, <S as BroadcastPositional<S2, P, P2>>::Private>();
+                aligned_op(
+                    stringify!($op),
+                    &self.raw,
+                    &<S as BroadcastPositional<S2, P, P2>>::LHS,
+                    &other.raw,
+                    &<S as BroadcastPositional<S2, P, P2>>::RHS,
+                    &names,
+                    |l, r| l.$try_op(r),
+                )
+                .map(Tensor::wrap)
+            }
+        }
+
+        impl<A, B, S, S2, P, P2> std::ops::$Trait<&Tensor<B, S2, P2>> for &Tensor<A, S, P>
+        where
+            A: Promote<B>,
+            B: Element,
+            S: Broadcast<S2, P, P2>,
+            S2: Shape,
+            P: Shape,
+            P2: Shape,
+        {
+            type Output = ByName<$Out<A, B>, S, S2, P, P2>;
+            #[track_caller]
+            fn $op(self, rhs: &Tensor<B, S2, P2>) -> Self::Output {
+                Tensor::$op(self, rhs)
+            }
+        }
+
+        impl<A, B, S, S2, P, P2> std::ops::$Trait<Tensor<B, S2, P2>> for Tensor<A, S, P>
+        where
+            A: Promote<B>,
+            B: Element,
+            S: Broadcast<S2, P, P2>,
+            S2: Shape,
+            P: Shape,
+            P2: Shape,
+        {
+            type Output = ByName<$Out<A, B>, S, S2, P, P2>;
+            #[track_caller]
+            fn $op(self, rhs: Tensor<B, S2, P2>) -> Self::Output {
+                Tensor::$op(&self, &rhs)
+            }
+        }
+    )*};
+}
+
+named_binary! {
+    Add add try_add add_strict try_add_strict add_positional try_add_positional Promoted;
+    Sub sub try_sub sub_strict try_sub_strict sub_positional try_sub_positional Promoted;
+    Mul mul try_mul mul_strict try_mul_strict mul_positional try_mul_positional Promoted;
+    Div div try_div div_strict try_div_strict div_positional try_div_positional DivOutput;
+}
+
+impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+    /// Applies a shape-preserving positional operation (`exp`, `relu`, scalar arithmetic,
+    /// a cast, …) and keeps the names. Panics where [`Tensor::try_map`] fails.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// let t = Tensor::<f32, (Rows,)>::from_vec(vec![1.0, 2.0], [2]);
+    /// let u = t.map(|x| x * 3.0 + 1.0);
+    /// assert_eq!(u.to_vec(), vec![4.0, 7.0]);
+    /// ```
+    #[track_caller]
+    pub fn map<F: Element>(
+        &self,
+        f: impl FnOnce(&DynTensor<E>) -> DynTensor<F>,
+    ) -> Tensor<F, S, P> {
+        or_panic(self.try_map(f))
+    }
+
+    /// [`Tensor::map`], or an error if `f` changed the shape (the names would no longer fit).
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let t = Tensor::<f32, (Rows, Cols)>::ones([2, 3]);
+    /// assert!(t.try_map(|x| x.t()).is_err());
+    /// ```
+    pub fn try_map<F: Element>(
+        &self,
+        f: impl FnOnce(&DynTensor<E>) -> DynTensor<F>,
+    ) -> Result<Tensor<F, S, P>> {
+        let out = f(&self.raw);
+        if out.shape() != self.raw.shape() {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                "map",
+                format!(
+                    "the operation changed the shape from {:?} to {:?}, so the names {:?} no \
+                     longer apply",
+                    self.raw.shape(),
+                    out.shape(),
+                    full_names::<S, P>()
+                ),
+            ));
+        }
+        Ok(Tensor::wrap(out))
+    }
+}

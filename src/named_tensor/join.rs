@@ -6,6 +6,9 @@ use crate::error::Result;
 use crate::named::{HasDim, ReplaceDim, Shape, Stack};
 use crate::tensor::{DynTensor, or_panic};
 
+/// `Self` with dim `D` replaced by the index tensor's dims `I`.
+type Selected<E, S, D, I, P> = Tensor<E, <S as ReplaceDim<D, I, P>>::Out, P>;
+
 impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// Concatenates tensors with the same dims along `D` (sizes of the other dims must
     /// agree). Panics where [`Tensor::try_cat`] fails.
@@ -90,7 +93,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
         &self,
         dim: D,
         index: &Tensor<i64, I>,
-    ) -> Tensor<E, <S as ReplaceDim<D, I, P>>::Out, P>
+    ) -> Selected<E, S, D, I, P>
     where
         S: ReplaceDim<D, I, P>,
     {
@@ -102,7 +105,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
         &self,
         _dim: D,
         index: &Tensor<i64, I>,
-    ) -> Result<Tensor<E, <S as ReplaceDim<D, I, P>>::Out, P>>
+    ) -> Result<Selected<E, S, D, I, P>>
     where
         S: ReplaceDim<D, I, P>,
     {

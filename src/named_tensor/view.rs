@@ -27,6 +27,9 @@ pub(crate) fn aligned<E: Element>(raw: &DynTensor<E>, plan: &Alignment) -> DynTe
     out
 }
 
+/// `Self` with dim `D` replaced by the dims `With`.
+type Replaced<E, S, D, With, P> = Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>;
+
 impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// Renames dim `Old` to `New` (no copy). `New` must not already be a dim.
     ///
@@ -143,10 +146,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!((s.size::<Height>(), s.size::<Width>()), (3, 4));
     /// ```
     #[track_caller]
-    pub fn split<D, With: Shape>(
-        &self,
-        sizes: &[isize],
-    ) -> Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>
+    pub fn split<D, With: Shape>(&self, sizes: &[isize]) -> Replaced<E, S, D, With, P>
     where
         S: ReplaceDim<D, With, P>,
     {
@@ -155,10 +155,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
 
     /// [`Tensor::split`], or an error when the sizes do not multiply to `D`'s size or their
     /// count is not `With`'s rank.
-    pub fn try_split<D, With: Shape>(
-        &self,
-        sizes: &[isize],
-    ) -> Result<Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>>
+    pub fn try_split<D, With: Shape>(&self, sizes: &[isize]) -> Result<Replaced<E, S, D, With, P>>
     where
         S: ReplaceDim<D, With, P>,
     {

@@ -116,21 +116,19 @@ fn plan(op: &'static str, a: &Layout, b: &Layout) -> Result<Plan> {
     // A right operand shared by the whole batch, and a left operand whose batch dims continue
     // its row dim with matching strides: the batch is one product with `batches · m` rows.
     let b_shared = batch.iter().zip(&bsb).all(|(&s, &st)| s <= 1 || st == 0);
-    if b_shared {
-        if let Some(row_stride) = fold_rows(&batch, &bsa, m, a_strides[0]) {
-            let rows = checked_numel(&batch).expect("checked above") * m;
-            return Ok(Plan {
-                out_shape,
-                batched: Batched {
-                    m: rows,
-                    n,
-                    k,
-                    a_strides: [row_stride, a_strides[1]],
-                    b_strides,
-                    offsets: vec![[a2.offset(), b2.offset()]],
-                },
-            });
-        }
+    if b_shared && let Some(row_stride) = fold_rows(&batch, &bsa, m, a_strides[0]) {
+        let rows = checked_numel(&batch).expect("checked above") * m;
+        return Ok(Plan {
+            out_shape,
+            batched: Batched {
+                m: rows,
+                n,
+                k,
+                a_strides: [row_stride, a_strides[1]],
+                b_strides,
+                offsets: vec![[a2.offset(), b2.offset()]],
+            },
+        });
     }
 
     // One offset pair per product; none when the products are empty (the batch may still

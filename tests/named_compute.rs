@@ -1,0 +1,160 @@
+//! Named arithmetic, reductions and softmax against the positional computation and the
+//! seeds' hand-computed values.
+
+use namedtensor::{DynTensor, ErrorKind, Tensor, dims};
+
+dims! { Batch, Channels, Rows, Cols, Seq, Hidden, Classes, Hidden2 }
+
+#[test]
+fn broadcasting_by_name_aligns_dims_whatever_their_order() {
+    // (Rows, Cols) + (Cols, Rows): positional broadcasting would pair Rows with Cols.
+    let a = Tensor::<f64, (Rows, Cols)>::from_vec((0..6).map(f64::from).collect(), [2, 3]);
+    let b =
+        Tensor::<f64, (Cols, Rows)>::from_vec((0..6).map(|x| 10.0 * x as f64).collect(), [3, 2]);
+    let c = &a + &b;
+    assert_eq!(c.names(), ["Rows", "Cols"]);
+    let want = a.as_dyn() + &b.as_dyn().t();
+    assert_eq!(c.to_vec(), want.to_vec());
+    // union of dims: (Batch, Rows) * (Cols,) -> (Batch, Rows, Cols)
+    let x = Tensor::<f32, (Batch, Rows)>::from_vec(vec![1., 2., 3., 4.], [2, 2]);
+    let y = Tensor::<f32, (Cols,)>::from_vec(vec![1., 10., 100.], [3]);
+    let z = &x * &y;
+    assert_eq!(z.names(), ["Batch", "Rows", "Cols"]);
+    assert_eq!(z.shape(), &[2, 2, 3]);
+    assert_eq!(z.as_dyn().get(&[1, 0, 2]), 300.0);
+    // mixed dtypes promote as positionally
+    let i = Tensor::<i64, (Cols,)>::from_vec(vec![1, 2, 3], [3]);
+    let q = x.div(&i);
+    assert_eq!(q.as_dyn().get(&[0, 1, 2]), 2.0 / 3.0);
+}
+
+#[test]
+fn by_name_size_mismatch_names_the_dim_and_sizes() {
+    let a = Tensor::<f32, (Batch, Hidden)>::zeros([2, 4]);
+    let b = Tensor::<f32, (Hidden,)>::zeros([5]);
+    let e = a.try_add(&b).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("add: dim `Hidden` has size 4 on the left and 5 on the right"),
+        "{msg}"
+    );
+    assert_eq!(a.to_vec(), vec![0.0; 8]); // inputs untouched
+}
+
+#[test]
+fn strict_and_positional_forms() {
+    let a = Tensor::<i32, (Rows, Cols)>::from_vec(vec![1, 2, 3, 4, 5, 6], [2, 3]);
+    let b = Tensor::<i32, (Cols, Rows)>::from_vec(vec![1, 1, 1, 1, 1, 1], [3, 2]);
+    assert_eq!(a.add_strict(&b).to_vec(), vec![2, 3, 4, 5, 6, 7]);
+    let row = Tensor::<i32, (Cols,)>::from_vec(vec![10, 20, 30], [3]);
+    let p = a.add_positional(&row);
+    assert_eq!(p.names(), ["Rows", "Cols"]);
+    assert_eq!(p.to_vec(), vec![11, 22, 33, 14, 25, 36]);
+    assert!(
+        a.try_sub_strict(&Tensor::<i32, (Cols, Rows)>::zeros([3, 3]))
+            .is_err()
+    );
+}
+
+#[test]
+fn reductions_by_name_equal_the_positional_ones() {
+    let t = Tensor::<f64, (Batch, Channels, Rows, Cols)>::randn([2, 3, 4, 5], 11);
+    let d = t.as_dyn();
+    assert_eq!(
+        t.sum::<Channels>().to_vec(),
+        d.sum_dims(&[1], false).to_vec()
+    );
+    assert_eq!(
+        t.sum::<(Cols, Batch)>().to_vec(),
+        d.sum_dims(&[0, 3], false).to_vec()
+    );
+    assert_eq!(t.sum::<(Cols, Batch)>().names(), ["Channels", "Rows"]);
+    assert_eq!(t.mean_keepdim::<Rows>().shape(), &[2, 3, 1, 5]);
+    assert_eq!(t.amax::<Rows>().to_vec(), d.amax_dims(&[2], false).to_vec());
+    assert_eq!(
+        t.var::<Cols>(1).to_vec(),
+        d.var_dims(&[3], 1, false).to_vec()
+    );
+    assert_eq!(
+        t.argmax::<Channels>().to_vec(),
+        d.argmax_dim(1, false).to_vec()
+    );
+    let s = t.softmax::<Channels>();
+    assert_eq!(s.to_vec(), d.softmax(1).to_vec());
+    let sums = s.sum::<Channels>().to_vec();
+    assert!(sums.iter().all(|x| (x - 1.0).abs() < 1e-12));
+    // masked: reducing a visible dim keeps the private dims in front
+    let m = t.mask_to::<Batch>();
+    let r = m.sum::<Rows>();
+    assert_eq!(r.shape(), &[2, 3, 5]);
+    assert_eq!(r.to_vec(), d.sum_dims(&[2], false).to_vec());
+}
+
+/// Seed 000: grayscale weights aligned to the image, weighted sum over channels.
+#[test]
+fn grayscale_from_the_seed() {
+    let img = Tensor::<f32, (Channels, Rows, Cols)>::from_vec(
+        vec![
+            1.0, 2.0, 3.0, 4.0, 10.0, 20.0, 30.0, 40.0, 100.0, 200.0, 300.0, 400.0,
+        ],
+        [3, 2, 2],
+    );
+    let weights = Tensor::<f32, (Channels,)>::from_vec(vec![0.2126, 0.7152, 0.0722], [3]);
+    let gray = (&img * &weights.align_as(&img)).sum::<Channels>();
+    assert_eq!(gray.names(), ["Rows", "Cols"]);
+    let want: Vec<f32> = (0..4)
+        .map(|i| {
+            0.2126 * [1., 2., 3., 4.][i]
+                + 0.7152 * [10., 20., 30., 40.][i]
+                + 0.0722 * [100., 200., 300., 400.][i]
+        })
+        .collect();
+    for (g, w) in gray.to_vec().iter().zip(&want) {
+        assert!((g - w).abs() < 1e-4, "{g} vs {w}");
+    }
+    // with a batch dim, the same code works unchanged: by-name broadcasting adds it
+    let batch = Tensor::stack(Batch, &[&img, &img.map(|x| x * 2.0)]);
+    let g2 = (&batch * &weights).sum::<Channels>();
+    assert_eq!(g2.names(), ["Batch", "Rows", "Cols"]);
+    for (g, w) in g2.select::<Batch>(1).to_vec().iter().zip(&want) {
+        assert!((g - 2.0 * w).abs() < 1e-3);
+    }
+}
+
+/// "Tensor Considered Harmful": attention with names against a positional implementation.
+#[test]
+fn attention_matches_the_positional_version() {
+    dims! { Query, Key }
+    let (b, q, k, h) = (2, 3, 4, 8);
+    let query = Tensor::<f64, (Batch, Query, Hidden)>::randn([b, q, h], 1);
+    let key = Tensor::<f64, (Batch, Key, Hidden)>::randn([b, k, h], 2);
+    let value = Tensor::<f64, (Batch, Key, Hidden)>::randn([b, k, h], 3);
+    let scores = query.dot(Hidden, &key).map(|x| x / (h as f64).sqrt());
+    let attn = scores.softmax::<Key>();
+    let out = attn.dot(Key, &value);
+    assert_eq!(out.names(), ["Batch", "Query", "Hidden"]);
+    // positional: softmax(Q K^T / sqrt(h)) V
+    let (qd, kd, vd) = (query.as_dyn(), key.as_dyn(), value.as_dyn());
+    let s = qd.matmul(&kd.transpose(1, 2)) / (h as f64).sqrt();
+    let want = s.softmax(-1).matmul(vd);
+    for (x, y) in out.to_vec().iter().zip(want.to_vec()) {
+        assert!((x - y).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn cumsum_log_softmax_and_max_by_name() {
+    let t = Tensor::<f32, (Batch, Classes)>::from_vec(vec![1., 3., 2., 0., 5., 4.], [2, 3]);
+    assert_eq!(t.cumsum::<Classes>().to_vec(), vec![1., 4., 6., 0., 5., 9.]);
+    let (v, i) = t.max::<Classes>();
+    assert_eq!((v.to_vec(), i.to_vec()), (vec![3., 5.], vec![1, 1]));
+    let ls = t.log_softmax::<Classes>();
+    assert_eq!(ls.to_vec(), t.as_dyn().log_softmax(1).to_vec());
+    let _unused: Option<Tensor<f32, (Hidden2,)>> = None;
+    assert!(
+        DynTensor::<f32>::zeros(&[2])
+            .try_refine_names::<(Hidden2,)>()
+            .is_ok()
+    );
+}
