@@ -900,6 +900,34 @@ fn comparisons_where_and_masked_fill() {
 }
 
 #[test]
+fn selection_with_operands_sharing_one_storage() {
+    // The condition, the operands and the mask may all be views of one storage: each storage
+    // is locked once, in the global order.
+    let m = DynTensor::from_vec(vec![true, false, true, false], &[2, 2]);
+    let w = namedtensor::where_(&m, &m.t(), &m.narrow(0, 1, 1));
+    assert_eq!(w.to_vec(), vec![true, false, false, false]);
+    assert_eq!(m.masked_fill(&m, false).to_vec(), vec![false; 4]);
+    m.t().masked_fill_(&m, true); // mask read before writing
+    assert_eq!(m.to_vec(), vec![true, true, true, false]);
+    let t = DynTensor::from_vec(vec![1.0f32, -2.0, 3.0], &[3]);
+    let other = t.shallow_clone();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..200 {
+                other.mul_scalar_(1.0);
+            }
+        });
+        for _ in 0..200 {
+            let c = t.gt_scalar(0.0);
+            assert_eq!(
+                namedtensor::where_(&c, &t, &t.neg()).to_vec(),
+                vec![1.0, 2.0, 3.0]
+            );
+        }
+    });
+}
+
+#[test]
 fn logical_and_float_classification() {
     let a = DynTensor::from_vec(vec![true, false, true, false], &[4]);
     let b = DynTensor::from_vec(vec![1.0f32, 1.0, 0.0, f32::NAN], &[4]);

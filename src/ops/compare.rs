@@ -10,7 +10,7 @@ use crate::backend::cpu::pointwise::{self, In};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes};
-use crate::storage::{with_read2, with_write_read};
+use crate::storage::{with_read3, with_write_read};
 use crate::tensor::{DynTensor, or_panic};
 
 macro_rules! comparisons {
@@ -166,18 +166,22 @@ pub fn try_where_<A: Promote<B>, B: Element>(
     let la = expand_layout(a.layout(), &shape)?;
     let lb = expand_layout(b.layout(), &shape)?;
     let out_layout = Layout::contiguous(&shape)?;
-    let gc = cond.storage().read();
-    let sc = gc.cpu(op)?;
-    let data = with_read2(op, a.storage(), b.storage(), |sa, sb| {
-        pointwise::build([&out_layout, &lc, &la, &lb], |out, st, sd| {
-            pointwise::select::<A, B, Promoted<A, B>>(
-                out,
-                In::new(sc, st[1], sd[1]),
-                In::new(sa, st[2], sd[2]),
-                In::new(sb, st[3], sd[3]),
-            )
-        })
-    })?;
+    let data = with_read3(
+        op,
+        cond.storage(),
+        a.storage(),
+        b.storage(),
+        |sc, sa, sb| {
+            pointwise::build([&out_layout, &lc, &la, &lb], |out, st, sd| {
+                pointwise::select::<A, B, Promoted<A, B>>(
+                    out,
+                    In::new(sc, st[1], sd[1]),
+                    In::new(sa, st[2], sd[2]),
+                    In::new(sb, st[3], sd[3]),
+                )
+            })
+        },
+    )?;
     DynTensor::from_contiguous_vec(data, &shape)
 }
 
@@ -228,18 +232,22 @@ impl<E: Element> DynTensor<E> {
         let out_layout = Layout::contiguous(self.shape())?;
         let value_t = DynTensor::scalar(value);
         let lv = expand_layout(value_t.layout(), self.shape())?;
-        let gv = value_t.storage().read();
-        let sv = gv.cpu(op)?;
-        let data = with_read2(op, mask.storage(), self.storage(), |sm, ss| {
-            pointwise::build([&out_layout, &lm, &lv, self.layout()], |out, st, sd| {
-                pointwise::select::<E, E, E>(
-                    out,
-                    In::new(sm, st[1], sd[1]),
-                    In::new(sv, st[2], sd[2]),
-                    In::new(ss, st[3], sd[3]),
-                )
-            })
-        })?;
+        let data = with_read3(
+            op,
+            mask.storage(),
+            value_t.storage(),
+            self.storage(),
+            |sm, sv, ss| {
+                pointwise::build([&out_layout, &lm, &lv, self.layout()], |out, st, sd| {
+                    pointwise::select::<E, E, E>(
+                        out,
+                        In::new(sm, st[1], sd[1]),
+                        In::new(sv, st[2], sd[2]),
+                        In::new(ss, st[3], sd[3]),
+                    )
+                })
+            },
+        )?;
         DynTensor::from_contiguous_vec(data, self.shape())
     }
 

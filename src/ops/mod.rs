@@ -17,6 +17,20 @@
 //!   once on store. Integer arithmetic wraps.
 //! - Every fallible method `op` panics with the message of `try_op`, which returns
 //!   [`Result`](crate::Result).
+//!
+//! ```
+//! use namedtensor::DynTensor;
+//! let x = DynTensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+//! let bias = DynTensor::from_vec(vec![10i32, 20, 30], &[3]);
+//! let y = (&x + &bias).relu();                 // [2, 3] f32, bias broadcast over rows
+//! assert_eq!(y.sum_dim(0, false).to_vec(), vec![25.0, 47.0, 69.0]);
+//! let p = y.softmax(-1);                       // each row sums to 1
+//! assert!((p.sum_dim(-1, false).to_vec()[0] - 1.0).abs() < 1e-6);
+//! let (best, at) = x.max_dim(1, false);
+//! assert_eq!((best.to_vec(), at.to_vec()), (vec![3.0, 6.0], vec![2, 2]));
+//! x.t().mul_scalar_(2.0);                      // in place, through a transposed view
+//! assert_eq!(x.to_vec(), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+//! ```
 
 mod arith;
 mod binary;

@@ -41,6 +41,18 @@
 //! In-place operations compute in the promoted type and store into the destination, which must
 //! be able to hold the result's category (no float result into an integer tensor, no integer
 //! result into a `bool` tensor), as PyTorch requires.
+//!
+//! ```
+//! use namedtensor::{DType, DynTensor};
+//! let a = DynTensor::from_vec(vec![200u8, 100], &[2]);
+//! let b = DynTensor::from_vec(vec![-100i8, 27], &[2]);
+//! let c = &a + &b;                                   // u8 · i8 → i16, no wrap-around
+//! assert_eq!((c.dtype(), c.to_vec()), (DType::I16, vec![100, 127]));
+//! assert_eq!((&a / &b).dtype(), DType::F32);         // integer true division
+//! assert_eq!((&a * 0.5).dtype(), DType::F32);        // float scalar, integer tensor
+//! assert_eq!((&a * 2).dtype(), DType::U8);           // integer scalar keeps the type
+//! assert!(a.try_add_(&DynTensor::from_vec(vec![0.5f32], &[1])).is_err()); // f32 into u8
+//! ```
 
 use crate::backend::cpu::num::Kernel;
 use crate::dtype::{DType, Element};

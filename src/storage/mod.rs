@@ -225,7 +225,6 @@ impl<E: Element> Storage<E> {
 
 /// Runs `f` with a shared view of `a` and of `b`, taking each lock once and in the global
 /// order (the same storage is locked once and handed to `f` twice).
-#[allow(dead_code)] // its users are the binary compute kernels
 pub(crate) fn with_read2<A: Element, B: Element, R>(
     op: &'static str,
     a: &Storage<A>,
@@ -250,6 +249,67 @@ pub(crate) fn with_read2<A: Element, B: Element, R>(
         ga = a.read();
     }
     Ok(f(ga.cpu(op)?, gb.cpu(op)?))
+}
+
+/// Runs `f` with a shared view of `a`, `b` and `c`, taking each distinct storage's lock once
+/// and in the global order (storages that appear twice are locked once and handed out twice).
+pub(crate) fn with_read3<A: Element, B: Element, C: Element, R>(
+    op: &'static str,
+    a: &Storage<A>,
+    b: &Storage<B>,
+    c: &Storage<C>,
+    f: impl FnOnce(&[A], &[B], &[C]) -> R,
+) -> Result<R> {
+    let keys = [a.lock_order(), b.lock_order(), c.lock_order()];
+    let mut order = [0usize, 1, 2];
+    order.sort_by_key(|&i| keys[i]);
+    let (mut ga, mut gb, mut gc) = (None, None, None);
+    let mut last = None;
+    for i in order {
+        if last == Some(keys[i]) {
+            continue;
+        }
+        last = Some(keys[i]);
+        match i {
+            0 => ga = Some(a.read()),
+            1 => gb = Some(b.read()),
+            _ => gc = Some(c.read()),
+        }
+    }
+    // The vector behind each key; a storage holds one element type, so the downcasts below
+    // succeed exactly when two operands share a storage.
+    let mut held: Vec<(usize, &dyn std::any::Any)> = Vec::with_capacity(3);
+    if let Some(g) = &ga {
+        g.cpu(op)?;
+        let Buffer::Cpu(v) = &**g;
+        held.push((keys[0], v));
+    }
+    if let Some(g) = &gb {
+        g.cpu(op)?;
+        let Buffer::Cpu(v) = &**g;
+        held.push((keys[1], v));
+    }
+    if let Some(g) = &gc {
+        g.cpu(op)?;
+        let Buffer::Cpu(v) = &**g;
+        held.push((keys[2], v));
+    }
+    let find = |k: usize| {
+        held.iter()
+            .find(|(key, _)| *key == k)
+            .expect("every operand's storage is locked")
+            .1
+    };
+    let sa = find(keys[0])
+        .downcast_ref::<Vec<A>>()
+        .expect("one storage has one element type");
+    let sb = find(keys[1])
+        .downcast_ref::<Vec<B>>()
+        .expect("one storage has one element type");
+    let sc = find(keys[2])
+        .downcast_ref::<Vec<C>>()
+        .expect("one storage has one element type");
+    Ok(f(sa, sb, sc))
 }
 
 /// Runs `f` with exclusive access to `dst` and shared access to `src`, which must be a

@@ -25,6 +25,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Buffers smaller than this (in bytes) are left to the allocator.
+///
+/// ```
+/// assert_eq!(namedtensor::storage::MIN_POOLED_BYTES, 1 << 20);
+/// ```
 pub const MIN_POOLED_BYTES: usize = 1 << 20;
 
 /// New allocations at least this large are advised to use huge pages.

@@ -122,7 +122,7 @@ impl<A: Copy> Cascade<A> {
 
     pub(crate) fn finish(&self, identity: A, combine: &impl Fn(A, A) -> A) -> A {
         let mut r: Option<A> = None;
-        for level in 0..64 {
+        for level in 0..(64 - self.count.leading_zeros() as usize) {
             if (self.count >> level) & 1 == 1 {
                 r = Some(match r {
                     None => self.stack[level],
@@ -242,11 +242,23 @@ where
         outer(src, &kept, &red, &fold, &finish, &mut out, k);
         return out;
     }
+    let single_run = red.rows() == 1;
     let reduce_at = |base: usize, range: std::ops::Range<usize>| -> A {
+        if single_run && range.len() <= LEAF {
+            // One leaf: no cascade.
+            if let (Some(s), 1) = (as_type::<S, T>(src), rin) {
+                return fold.leaf(&s[base + range.start..base + range.end]);
+            }
+        }
         let mut cas = Cascade::new(fold.identity);
-        for_each_segment(&red, range, |[p], len| {
-            push_run::<S, T, A, M, C>(&mut cas, src, base + p, len, rin, &fold)
-        });
+        if single_run {
+            let start = base + range.start * rin;
+            push_run::<S, T, A, M, C>(&mut cas, src, start, range.len(), rin, &fold);
+        } else {
+            for_each_segment(&red, range, |[p], len| {
+                push_run::<S, T, A, M, C>(&mut cas, src, base + p, len, rin, &fold)
+            });
+        }
         cas.finish(fold.identity, &fold.combine)
     };
     let threads_wanted = task_count(k * r, MIN_TASK);
@@ -367,7 +379,9 @@ fn outer<S, T, A, O, M, C>(
     red.for_each_block(|b| offs.extend((0..b.len).map(|i| b.starts[0] + i * b.strides[0])));
     let mut bases = Vec::with_capacity(rows);
     kept.for_each_row(0..rows, |[b, o]| bases.push((b, o)));
-    let width = (8192 / std::mem::size_of::<A>().max(1)).clamp(64, 4096);
+    // Column blocks of up to 64 KiB of accumulators: whole rows for most shapes, so that each
+    // task streams through contiguous memory; wider rows are split into blocks that stay in L2.
+    let width = (65536 / std::mem::size_of::<A>().max(1)).clamp(64, 16384);
     let col_blocks = klen.div_ceil(width);
     let units = rows * col_blocks;
     let threads = task_count(k * r, MIN_TASK);
@@ -394,13 +408,29 @@ fn outer<S, T, A, O, M, C>(
             for leaf in ps.chunks(OUTER_LEAF) {
                 blk.clear();
                 blk.resize(w, fold.identity);
-                for &p in leaf {
-                    let at = base + p;
-                    if let Some(s) = as_type::<S, T>(src) {
-                        for (a, &x) in blk.iter_mut().zip(&s[at..at + w]) {
+                if let Some(s) = as_type::<S, T>(src) {
+                    // Four rows per pass over the accumulators, added pairwise: a quarter of
+                    // the accumulator traffic.
+                    let quads = leaf.chunks_exact(4);
+                    for &p in quads.remainder() {
+                        for (a, &x) in blk.iter_mut().zip(&s[base + p..base + p + w]) {
                             *a = fold.c(*a, (fold.map)(x));
                         }
-                    } else {
+                    }
+                    for q in quads {
+                        let r = |k: usize| &s[base + q[k]..base + q[k] + w];
+                        let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+                        for ((((a, &x0), &x1), &x2), &x3) in
+                            blk.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
+                        {
+                            let m = &fold.map;
+                            let v = fold.c(fold.c(m(x0), m(x1)), fold.c(m(x2), m(x3)));
+                            *a = fold.c(*a, v);
+                        }
+                    }
+                } else {
+                    for &p in leaf {
+                        let at = base + p;
                         convert(&src[at..at + w], &mut xs[..w]);
                         for (a, &x) in blk.iter_mut().zip(&xs[..w]) {
                             *a = fold.c(*a, (fold.map)(x));

@@ -1,0 +1,122 @@
+//! Min-of-N timings of the compute benchmarks, interleaved with their machine baselines, for a
+//! noisy shared machine (where the minimum is the best estimate of what the code can do).
+//!
+//! Run: `cargo run --release --example timing [reps]`.
+
+use half::{bf16, f16};
+use namedtensor::DynTensor;
+use std::hint::black_box;
+use std::time::Instant;
+
+const N: usize = 1 << 24;
+
+/// A named operation to time.
+type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
+fn read_sum(x: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 16];
+    for c in x.chunks_exact(16) {
+        for l in 0..16 {
+            acc[l] += c[l];
+        }
+    }
+    acc.iter().sum()
+}
+
+fn main() {
+    let reps: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let a = DynTensor::<f32>::rand(&[N], 1);
+    let b = DynTensor::<f32>::rand(&[N], 2);
+    let av = a.to_vec();
+    let bv = b.to_vec();
+    let mut out = vec![0.0f32; N];
+    let m = DynTensor::<f32>::rand(&[4096, 4096], 4);
+    let col = DynTensor::<f32>::rand(&[4096, 1], 3);
+    let (h1, h2) = (a.to_dtype::<f16>(), b.to_dtype::<f16>());
+    let (z1, z2) = (a.to_dtype::<bf16>(), b.to_dtype::<bf16>());
+    let mut cases: Vec<Case> = vec![
+        (
+            "baseline: read loop 64 MiB, 1 thread",
+            Box::new(|| {
+                black_box(read_sum(&av));
+            }),
+        ),
+        (
+            "baseline: add into existing 16M, 1 thread",
+            Box::new(|| {
+                for ((o, &x), &y) in out.iter_mut().zip(&av).zip(&bv) {
+                    *o = x + y;
+                }
+                black_box(out[7]);
+            }),
+        ),
+        (
+            "add f32 16M new",
+            Box::new(|| {
+                black_box(&a + &b);
+            }),
+        ),
+        (
+            "add f32 16M in place",
+            Box::new(|| {
+                black_box(a.add_(&b).numel());
+            }),
+        ),
+        (
+            "add [4096,4096]+[4096,1] new",
+            Box::new(|| {
+                black_box(&m + &col);
+            }),
+        ),
+        (
+            "add f16 16M new",
+            Box::new(|| {
+                black_box(&h1 + &h2);
+            }),
+        ),
+        (
+            "add bf16 16M new",
+            Box::new(|| {
+                black_box(&z1 + &z2);
+            }),
+        ),
+        (
+            "sum 4096² last dim",
+            Box::new(|| {
+                black_box(m.sum_dim(-1, false));
+            }),
+        ),
+        (
+            "sum 4096² first dim",
+            Box::new(|| {
+                black_box(m.sum_dim(0, false));
+            }),
+        ),
+        (
+            "sum 4096² all",
+            Box::new(|| {
+                black_box(m.sum());
+            }),
+        ),
+    ];
+    let mut times = vec![Vec::new(); cases.len()];
+    for _ in 0..reps {
+        for (k, (_, f)) in cases.iter_mut().enumerate() {
+            let t = Instant::now();
+            f();
+            times[k].push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    println!("threads: {}", namedtensor::num_threads());
+    for ((name, _), t) in cases.iter().zip(&mut times) {
+        t.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        println!(
+            "{name:45} min {:7.2} ms   median {:7.2} ms",
+            t[0],
+            t[t.len() / 2]
+        );
+    }
+}
