@@ -325,6 +325,25 @@ macro_rules! float_element {
         }
     };
 }
+/// `v` as `f32`, rounded to odd: truncated toward zero, with the last bit set when inexact.
+/// Rounding that result to nearest-even in a format at least two bits narrower (f16, bf16)
+/// gives exactly the correctly rounded value of `v`, so f64 → f16/bf16 rounds once. (`half`'s
+/// `from_f64` can round twice, which is off by one unit in rare ties.)
+fn round_to_odd_f32(v: f64) -> f32 {
+    let nearest = v as f32;
+    if !v.is_finite() || nearest as f64 == v {
+        return nearest;
+    }
+    // Step the nearest value toward zero if it rounded away (this also maps an overflow to
+    // infinity back to f32::MAX); a value that underflowed to zero stays zero.
+    let toward_zero = if (nearest as f64).abs() > v.abs() {
+        f32::from_bits(nearest.to_bits() - 1)
+    } else {
+        nearest
+    };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
+
 // `from_i64` rounds once for f32/f64 and f16 (whose range ends long before 2^53); bf16 goes
 // through f64 and can round twice only for |v| > 2^53.
 float_element!(
@@ -359,11 +378,11 @@ float_element!(
     f16,
     F16,
     11,
-    f16::from_f64,
+    |v: f64| f16::from_f32(round_to_odd_f32(v)),
     f16::to_f64,
     f16::from_f32,
     f16::to_f32,
-    |v: i64| f16::from_f64(v as f64),
+    |v: i64| f16::from_f32(round_to_odd_f32(v as f64)),
     f16::ZERO,
     f16::ONE,
     f16::NAN,
@@ -373,11 +392,11 @@ float_element!(
     bf16,
     BF16,
     8,
-    bf16::from_f64,
+    |v: f64| bf16::from_f32(round_to_odd_f32(v)),
     bf16::to_f64,
     bf16::from_f32,
     bf16::to_f32,
-    |v: i64| bf16::from_f64(v as f64),
+    |v: i64| bf16::from_f32(round_to_odd_f32(v as f64)),
     bf16::ZERO,
     bf16::ONE,
     bf16::NAN,
@@ -401,5 +420,22 @@ mod tests {
         assert!(!0.0f32.cast::<bool>());
         assert!(f32::NAN.cast::<bool>());
         assert_eq!(true.cast::<i64>(), 1);
+    }
+
+    #[test]
+    fn f64_to_half_types_rounds_once() {
+        // 1 + 2^-8 is the tie between bf16's 1 and 1 + 2^-7; a little more must round up.
+        let above_tie = 1.0 + 2f64.powi(-8) + 2f64.powi(-30);
+        assert_eq!(above_tie.cast::<bf16>(), bf16::from_f32(1.0 + 2f32.powi(-7)));
+        let below_tie = 1.0 + 2f64.powi(-8) - 2f64.powi(-30);
+        assert_eq!(below_tie.cast::<bf16>(), bf16::ONE);
+        // the exact tie rounds to even
+        assert_eq!((1.0 + 2f64.powi(-8)).cast::<bf16>(), bf16::ONE);
+        // f16: 1 + 2^-11 is the tie between 1 and 1 + 2^-10
+        let f16_above = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(f16_above.cast::<f16>(), f16::from_f32(1.0 + 2f32.powi(-10)));
+        assert_eq!(1e300f64.cast::<bf16>(), bf16::INFINITY);
+        assert_eq!((-1e-300f64).cast::<f16>(), f16::from_f32(-0.0));
+        assert!(f64::NAN.cast::<bf16>().is_nan());
     }
 }
