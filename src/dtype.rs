@@ -426,7 +426,10 @@ mod tests {
     fn f64_to_half_types_rounds_once() {
         // 1 + 2^-8 is the tie between bf16's 1 and 1 + 2^-7; a little more must round up.
         let above_tie = 1.0 + 2f64.powi(-8) + 2f64.powi(-30);
-        assert_eq!(above_tie.cast::<bf16>(), bf16::from_f32(1.0 + 2f32.powi(-7)));
+        assert_eq!(
+            above_tie.cast::<bf16>(),
+            bf16::from_f32(1.0 + 2f32.powi(-7))
+        );
         let below_tie = 1.0 + 2f64.powi(-8) - 2f64.powi(-30);
         assert_eq!(below_tie.cast::<bf16>(), bf16::ONE);
         // the exact tie rounds to even
