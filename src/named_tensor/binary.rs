@@ -65,7 +65,7 @@ macro_rules! named_binary {
     ($($Trait:ident $op:ident $try_op:ident $strict:ident $try_strict:ident
         $positional:ident $try_positional:ident $Out:ident;)*) => {$(
         impl<A: Element, S: Shape, P: Shape> Tensor<A, S, P> {
-            #[doc = concat!("`", stringify!($op), "` broadcasting by name (see the [module docs](self)). Panics where `try_", stringify!($op), "` fails.")]
+            #[doc = concat!("`", stringify!($op), "` broadcasting by name: the result has `self`'s dims, then the dims of `other` that `self` lacks; sizes must be equal or 1. Panics where `try_", stringify!($op), "` fails.")]
             ///
             /// ```
             /// use namedtensor::{dims, Tensor};

@@ -1,4 +1,4 @@
-//! Compute operations on [`DynTensor`](crate::DynTensor): pointwise math, arithmetic with
+//! Compute operations on [`DynTensor`]: pointwise math, arithmetic with
 //! broadcasting and type promotion, comparisons and selection, reductions, softmax and
 //! cumulative sums; matrix products; joining, selecting and rearranging (`cat`, `stack`,
 //! `index_select`, `gather`, `split`, `flip`, `repeat`, `tril`); save/load.
@@ -9,14 +9,14 @@
 //!   return it; they fail on a view in which several indices share an element (an `expand`ed
 //!   view). An in-place source that shares the destination's storage is copied first, so the
 //!   result is the same as with a separate source.
-//! - Binary operations broadcast with PyTorch's rules ([`broadcast_shapes`](crate::layout::broadcast_shapes));
+//! - Binary operations broadcast with PyTorch's rules ([`broadcast_shapes`]);
 //!   a broadcast operand is read through a stride-0 view, never copied.
 //! - Mixed element types promote as in PyTorch ([`Promote`], [`ScalarPromote`]; full table in
 //!   [`promote`]).
 //! - `f16`/`bf16` are computed in `f32` (converted in blocks with SIMD conversions) and rounded
 //!   once on store. Integer arithmetic wraps.
 //! - Every fallible method `op` panics with the message of `try_op`, which returns
-//!   [`Result`](crate::Result).
+//!   [`Result`].
 //!
 //! ```
 //! use namedtensor::DynTensor;

@@ -24,7 +24,7 @@
 //! [`set_buffer_pool_capacity`] and the notes in the `pool` module's functions.
 //!
 //! # Backends
-//! A storage holds a [`Buffer`] per backend; today the CPU's `Vec<E>`. Operations dispatch on
+//! A storage holds a `Buffer` per backend; today the CPU's `Vec<E>`. Operations dispatch on
 //! the buffer, so adding a device adds a variant here and kernels for it, and nothing above
 //! the storage changes.
 
