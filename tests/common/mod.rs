@@ -1,0 +1,4 @@
+//! Helpers shared by the integration tests.
+
+#[macro_use]
+pub mod devices;
