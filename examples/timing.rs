@@ -1,5 +1,6 @@
 //! Min-of-N timings of the compute benchmarks, interleaved with their machine baselines, for a
-//! noisy shared machine (where the minimum is the best estimate of what the code can do).
+//! noisy shared machine (where the minimum is the best estimate of what the code can do), with
+//! operands evicted from the caches before each timing.
 //!
 //! Run: `cargo run --release --example timing [reps]`.
 
@@ -14,9 +15,9 @@ const N: usize = 1 << 24;
 type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 
 fn read_sum(x: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 16];
-    for c in x.chunks_exact(16) {
-        for l in 0..16 {
+    let mut acc = [0.0f32; 32];
+    for c in x.chunks_exact(32) {
+        for l in 0..32 {
             acc[l] += c[l];
         }
     }
@@ -102,9 +103,14 @@ fn main() {
             }),
         ),
     ];
+    // This machine's last-level cache may hold a 64 MiB operand from one case to the next,
+    // so each timing starts after reading a 512 MiB buffer (cold operands, as on machines with
+    // smaller caches).
+    let flush = vec![1u8; 512 << 20];
     let mut times = vec![Vec::new(); cases.len()];
     for _ in 0..reps {
         for (k, (_, f)) in cases.iter_mut().enumerate() {
+            black_box(flush.iter().step_by(64).map(|&b| b as usize).sum::<usize>());
             let t = Instant::now();
             f();
             times[k].push(t.elapsed().as_secs_f64() * 1e3);

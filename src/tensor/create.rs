@@ -24,8 +24,15 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::full`], or an error if the element count overflows.
     pub fn try_full(shape: &[usize], value: E) -> Result<Self> {
-        let n = numel_of("full", shape)?;
-        DynTensor::from_contiguous_vec(vec![value; n], shape)
+        numel_of("full", shape)?;
+        // Written by the pool threads into a pooled (huge-page) buffer: see `storage`.
+        let layout = crate::layout::Layout::contiguous(shape)?;
+        let data = crate::backend::cpu::pointwise::build([&layout], |out, _, _| {
+            for o in out {
+                o.write(value);
+            }
+        });
+        DynTensor::from_contiguous_vec(data, shape)
     }
 
     /// A tensor of zeros (`false` for bool).

@@ -27,9 +27,10 @@ impl<E: Float> DynTensor<E> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let bits = E::MANTISSA_DIGITS;
         let scale = 0.5f64.powi(bits as i32);
-        let data = (0..n)
-            .map(|_| E::from_f64((rng.random::<u64>() >> (64 - bits)) as f64 * scale))
-            .collect();
+        let mut data = crate::storage::take_buffer(n);
+        data.extend(
+            (0..n).map(|_| E::from_f64((rng.random::<u64>() >> (64 - bits)) as f64 * scale)),
+        );
         or_panic(DynTensor::from_contiguous_vec(data, shape))
     }
 
@@ -71,7 +72,8 @@ impl<E: Float> DynTensor<E> {
             })?;
         let n = checked_len("normal", shape)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let data = (0..n).map(|_| E::from_f64(dist.sample(&mut rng))).collect();
+        let mut data = crate::storage::take_buffer(n);
+        data.extend((0..n).map(|_| E::from_f64(dist.sample(&mut rng))));
         DynTensor::from_contiguous_vec(data, shape)
     }
 }
