@@ -43,6 +43,78 @@ fn by_name_size_mismatch_names_the_dim_and_sizes() {
 }
 
 #[test]
+fn every_form_names_the_dim_whose_sizes_disagree() {
+    let message = |e: namedtensor::Error| {
+        assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+        e.to_string()
+    };
+    let a = Tensor::<f32, (Batch, Rows, Cols)>::zeros([2, 3, 4]);
+    // The right operand needs a permuted view: (Cols, Batch) -> (Batch, 1, Cols).
+    let w = Tensor::<f32, (Cols, Batch)>::zeros([4, 5]);
+    let m = message(a.try_mul(&w).unwrap_err());
+    assert!(
+        m.starts_with("mul: dim `Batch` has size 2 on the left and 5 on the right"),
+        "{m}"
+    );
+    // A trailing dim of the left operand that the right lacks: (Rows,) -> (1, Rows, 1).
+    let r = Tensor::<f32, (Rows,)>::zeros([7]);
+    let m = message(a.try_sub(&r).unwrap_err());
+    assert!(
+        m.starts_with("sub: dim `Rows` has size 3 on the left and 7"),
+        "{m}"
+    );
+    // The right operand has dims the left lacks: they come last in the result.
+    let s = Tensor::<f32, (Seq, Cols)>::zeros([6, 9]);
+    let m = message(a.try_add(&s).unwrap_err());
+    assert!(
+        m.starts_with("add: dim `Cols` has size 4 on the left and 9"),
+        "{m}"
+    );
+    assert!(
+        m.contains(r#"result dims ["Batch", "Rows", "Cols", "Seq"]"#),
+        "{m}"
+    );
+    // Strict and positional forms.
+    let b = Tensor::<f32, (Cols, Batch, Rows)>::zeros([4, 2, 8]);
+    let m = message(a.try_div_strict(&b).unwrap_err());
+    assert!(
+        m.starts_with("div: dim `Rows` has size 3 on the left and 8"),
+        "{m}"
+    );
+    let c = Tensor::<f32, (Rows, Cols)>::zeros([3, 5]);
+    let m = message(a.try_add_positional(&c).unwrap_err());
+    assert!(
+        m.starts_with("add: dim `Cols` has size 4 on the left and 5"),
+        "{m}"
+    );
+    // A masked dim is named in the message even though code cannot name it.
+    let masked = a.mask_to::<Batch>();
+    let other = Tensor::<f32, (Rows,)>::zeros([3]);
+    assert!(masked.try_add(&other).is_ok());
+    let wide = Tensor::<f32, (Batch, Rows)>::zeros([6, 3]).mask_to::<Batch>();
+    let m = message(masked.try_add(&wide).unwrap_err());
+    assert!(
+        m.starts_with("add: dim `Batch` has size 2 on the left and 6"),
+        "{m}"
+    );
+    // dot: a batch dim and a contracted dim.
+    let q = Tensor::<f32, (Batch, Rows, Hidden)>::zeros([2, 3, 4]);
+    let k = Tensor::<f32, (Batch, Cols, Hidden)>::zeros([5, 3, 4]);
+    let m = message(q.try_dot(Hidden, &k).unwrap_err());
+    assert!(
+        m.starts_with("dot: batch dim `Batch` has size 2 on the left and 5"),
+        "{m}"
+    );
+    let k = Tensor::<f32, (Batch, Cols, Hidden)>::zeros([2, 3, 6]);
+    let m = message(q.try_dot(Hidden, &k).unwrap_err());
+    assert!(
+        m.starts_with("dot: contracted dim `Hidden` has size 4 on the left and 6"),
+        "{m}"
+    );
+    assert_eq!(a.to_vec(), vec![0.0; 24]); // inputs untouched
+}
+
+#[test]
 fn strict_and_positional_forms() {
     let a = Tensor::<i32, (Rows, Cols)>::from_vec(vec![1, 2, 3, 4, 5, 6], [2, 3]);
     let b = Tensor::<i32, (Cols, Rows)>::from_vec(vec![1, 1, 1, 1, 1, 1], [3, 2]);

@@ -133,7 +133,14 @@ impl Layout {
                 ),
             ));
         }
-        let mut seen = vec![false; rank];
+        // Marks for the dims used so far, on the stack for every realistic rank.
+        let (mut small, mut large) = ([false; 64], Vec::new());
+        let seen: &mut [bool] = if rank <= small.len() {
+            &mut small[..rank]
+        } else {
+            large.resize(rank, false);
+            &mut large
+        };
         let mut sizes = Vec::with_capacity(rank);
         let mut strides = Vec::with_capacity(rank);
         for &o in order {

@@ -153,6 +153,33 @@ impl Alignment {
     pub const fn is_identity(&self) -> bool {
         self.perm.is_identity() && self.insert.is_empty()
     }
+
+    /// Whether PyTorch's positional broadcasting already lines the operand up with the
+    /// result: its axes keep their order and the missing ones all come first (positional
+    /// broadcasting aligns shapes from the right), so no view needs to be made.
+    ///
+    /// ```
+    /// use namedtensor::named::Broadcast;
+    /// namedtensor::dims! { Batch, Rows, Cols }
+    /// // (Cols,) against (Batch, Rows, Cols): two leading axes inserted.
+    /// assert!(<(Batch, Rows, Cols) as Broadcast<(Cols,)>>::RHS.broadcasts_positionally());
+    /// // (Rows,) needs a trailing axis for Cols: a view is needed.
+    /// assert!(!<(Batch, Rows, Cols) as Broadcast<(Rows,)>>::RHS.broadcasts_positionally());
+    /// ```
+    pub const fn broadcasts_positionally(&self) -> bool {
+        if !self.perm.is_identity() {
+            return false;
+        }
+        let inserted = self.insert.as_slice();
+        let mut i = 0;
+        while i < inserted.len() {
+            if inserted[i] != i as isize {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
 }
 
 /// A short list of dimension ids, the input of the plans.

@@ -18,34 +18,70 @@ use crate::named::{Alignment, Broadcast, BroadcastPositional, SameDims, Shape};
 use crate::ops::{DivOutput, Promote, Promoted};
 use crate::tensor::{DynTensor, or_panic};
 
-/// Runs a positional binary op on both operands aligned to the result, turning a size
+/// Runs a positional binary op on both operands lined up with the result, turning a size
 /// mismatch into an error that names the dim.
+///
+/// Zero cost in the common case: an operand whose axes already line up under positional
+/// broadcasting is passed as it is (no view is made), and the result's names are only
+/// looked at when the sizes disagree.
 fn aligned_op<A: Element, B: Element, O: Element>(
     op: &'static str,
     lhs: &DynTensor<A>,
     lhs_plan: &Alignment,
     rhs: &DynTensor<B>,
     rhs_plan: &Alignment,
-    names: &[&'static str],
+    names: fn() -> Vec<&'static str>,
     f: impl FnOnce(&DynTensor<A>, &DynTensor<B>) -> Result<DynTensor<O>>,
 ) -> Result<DynTensor<O>> {
-    let (l, r) = (aligned(lhs, lhs_plan), aligned(rhs, rhs_plan));
-    for (i, (&a, &b)) in l.shape().iter().zip(r.shape()).enumerate() {
-        if a != b && a != 1 && b != 1 {
-            let name = names.get(i).copied().unwrap_or("?");
-            return Err(Error::new(
-                ErrorKind::ShapeMismatch,
-                op,
-                format!(
-                    "dim `{name}` has size {a} on the left and {b} on the right, and neither is 1 \
-                     (left shape {:?}, right shape {:?}, result dims {names:?})",
-                    lhs.shape(),
-                    rhs.shape()
-                ),
-            ));
+    let (l_view, r_view) = (lined_up(lhs, lhs_plan), lined_up(rhs, rhs_plan));
+    let (l, r) = (
+        l_view.as_ref().unwrap_or(lhs),
+        r_view.as_ref().unwrap_or(rhs),
+    );
+    f(l, r).map_err(|e| match e.kind() {
+        ErrorKind::ShapeMismatch => {
+            size_mismatch(op, l.shape(), r.shape(), lhs, rhs, &names()).unwrap_or(e)
         }
-    }
-    f(&l, &r)
+        _ => e,
+    })
+}
+
+/// `raw` as a view in the result's axis order, or `None` when positional broadcasting
+/// already lines it up.
+fn lined_up<E: Element>(raw: &DynTensor<E>, plan: &Alignment) -> Option<DynTensor<E>> {
+    (!plan.broadcasts_positionally()).then(|| aligned(raw, plan))
+}
+
+/// The error naming the first dim of the result (`names`, right-aligned with the lined-up
+/// shapes `l` and `r`) whose sizes differ with neither being 1.
+fn size_mismatch<A: Element, B: Element>(
+    op: &'static str,
+    l: &[usize],
+    r: &[usize],
+    lhs: &DynTensor<A>,
+    rhs: &DynTensor<B>,
+    names: &[&'static str],
+) -> Option<Error> {
+    let size_at = |shape: &[usize], i: usize| {
+        (i + shape.len())
+            .checked_sub(names.len())
+            .map_or(1, |at| shape[at])
+    };
+    let i = (0..names.len()).find(|&i| {
+        let (a, b) = (size_at(l, i), size_at(r, i));
+        a != b && a != 1 && b != 1
+    })?;
+    let (a, b, name) = (size_at(l, i), size_at(r, i), names[i]);
+    Some(Error::new(
+        ErrorKind::ShapeMismatch,
+        op,
+        format!(
+            "dim `{name}` has size {a} on the left and {b} on the right, and neither is 1 \
+             (left shape {:?}, right shape {:?}, result dims {names:?})",
+            lhs.shape(),
+            rhs.shape()
+        ),
+    ))
 }
 
 fn full_names<S: Shape, P: Shape>() -> Vec<&'static str> {
@@ -89,14 +125,13 @@ macro_rules! named_binary {
                 A: Promote<B>,
                 S: Broadcast<S2, P, P2>,
             {
-                let names = full_names::<<S as Broadcast<S2, P, P2>>::Out, <S as Broadcast<S2, P, P2>>::Private>();
                 aligned_op(
                     stringify!($op),
                     &self.raw,
                     &<S as Broadcast<S2, P, P2>>::LHS,
                     &other.raw,
                     &<S as Broadcast<S2, P, P2>>::RHS,
-                    &names,
+                    full_names::<<S as Broadcast<S2, P, P2>>::Out, <S as Broadcast<S2, P, P2>>::Private>,
                     |l, r| l.$try_op(r),
                 )
                 .map(Tensor::wrap)
@@ -118,14 +153,13 @@ macro_rules! named_binary {
                 A: Promote<B>,
                 S: SameDims<S2, P, P2>,
             {
-                let names = full_names::<S, <S as SameDims<S2, P, P2>>::Private>();
                 aligned_op(
                     stringify!($op),
                     &self.raw,
                     &<S as SameDims<S2, P, P2>>::LHS,
                     &other.raw,
                     &<S as SameDims<S2, P, P2>>::RHS,
-                    &names,
+                    full_names::<S, <S as SameDims<S2, P, P2>>::Private>,
                     |l, r| l.$try_op(r),
                 )
                 .map(Tensor::wrap)
@@ -147,14 +181,13 @@ macro_rules! named_binary {
                 A: Promote<B>,
                 S: BroadcastPositional<S2, P, P2>,
             {
-                let names = full_names::<<S as BroadcastPositional<S2, P, P2>>::Out, <S as BroadcastPositional<S2, P, P2>>::Private>();
                 aligned_op(
                     stringify!($op),
                     &self.raw,
                     &<S as BroadcastPositional<S2, P, P2>>::LHS,
                     &other.raw,
                     &<S as BroadcastPositional<S2, P, P2>>::RHS,
-                    &names,
+                    full_names::<<S as BroadcastPositional<S2, P, P2>>::Out, <S as BroadcastPositional<S2, P, P2>>::Private>,
                     |l, r| l.$try_op(r),
                 )
                 .map(Tensor::wrap)

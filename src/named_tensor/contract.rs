@@ -2,7 +2,7 @@
 //! (PyTorch's rule, with the contracted names checked).
 
 use super::Tensor;
-use super::view::aligned;
+use super::view::view_unless_identity;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Contract, MatMul, Shape};
@@ -51,15 +51,16 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     {
         let plan = <S as Contract<K, S2, P, P2>>::PLAN;
         let (b, lf, kc, rf) = (plan.batch, plan.lhs_free, plan.contracted, plan.rhs_free);
-        let l = aligned(&self.raw, &plan.lhs); // [batch.., lhs_free.., contracted..]
-        let r = aligned(&other.raw, &plan.rhs); // [batch.., contracted.., rhs_free..]
-        let (ls, rs) = (l.shape().to_vec(), r.shape().to_vec());
-        // Names of the aligned axes, for messages: batch, then free, then contracted.
-        let out_names: Vec<&str> = <<S as Contract<K, S2, P, P2>>::Private as Shape>::NAMES
-            .iter()
-            .chain(<<S as Contract<K, S2, P, P2>>::Out as Shape>::NAMES)
-            .copied()
-            .collect();
+        // [batch.., lhs_free.., contracted..] and [batch.., contracted.., rhs_free..]
+        let (l_view, r_view) = (
+            view_unless_identity(&self.raw, &plan.lhs),
+            view_unless_identity(&other.raw, &plan.rhs),
+        );
+        let (l, r) = (
+            l_view.as_ref().unwrap_or(&self.raw),
+            r_view.as_ref().unwrap_or(&other.raw),
+        );
+        let (ls, rs) = (l.shape(), r.shape());
         let mismatch = |what: &str, name: &str, a: usize, c: usize| {
             Error::new(
                 ErrorKind::ShapeMismatch,
@@ -72,10 +73,12 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
                 ),
             )
         };
-        for i in 0..b {
-            if ls[i] != rs[i] && ls[i] != 1 && rs[i] != 1 {
-                return Err(mismatch("batch", out_names[i], ls[i], rs[i]));
-            }
+        if let Some(i) = (0..b).find(|&i| ls[i] != rs[i] && ls[i] != 1 && rs[i] != 1) {
+            // The batch dims lead the result's full list of names (private dims first).
+            let private = <<S as Contract<K, S2, P, P2>>::Private as Shape>::NAMES;
+            let visible = <<S as Contract<K, S2, P, P2>>::Out as Shape>::NAMES;
+            let name = private.iter().chain(visible).nth(i).copied().unwrap_or("?");
+            return Err(mismatch("batch", name, ls[i], rs[i]));
         }
         // The contracted dims' names are the last `kc` of the left operand's aligned order:
         // recover them from the right operand's plan via sizes only; name them by position.
@@ -84,6 +87,10 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
                 let name = contracted_name::<S, P>(&plan.lhs, b + lf + i);
                 return Err(mismatch("contracted", name, ls[b + lf + i], rs[b + i]));
             }
+        }
+        if lf == 1 && kc == 1 && rf == 1 {
+            // Already [batch.., M, K] @ [batch.., K, N], and the product has the result's axes.
+            return Ok(Tensor::wrap(l.try_matmul(r)?));
         }
         let m: usize = ls[b..b + lf].iter().product();
         let k: usize = ls[b + lf..].iter().product();
@@ -130,9 +137,13 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     where
         S: MatMul<S2, P, P2>,
     {
-        let l = aligned(&self.raw, &<S as MatMul<S2, P, P2>>::LHS);
-        let r = aligned(&other.raw, &<S as MatMul<S2, P, P2>>::RHS);
-        Ok(Tensor::wrap(l.try_matmul(&r)?))
+        let l_view = view_unless_identity(&self.raw, &<S as MatMul<S2, P, P2>>::LHS);
+        let r_view = view_unless_identity(&other.raw, &<S as MatMul<S2, P, P2>>::RHS);
+        let (l, r) = (
+            l_view.as_ref().unwrap_or(&self.raw),
+            r_view.as_ref().unwrap_or(&other.raw),
+        );
+        Ok(Tensor::wrap(l.try_matmul(r)?))
     }
 }
 

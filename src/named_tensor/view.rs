@@ -27,6 +27,15 @@ pub(crate) fn aligned<E: Element>(raw: &DynTensor<E>, plan: &Alignment) -> DynTe
     out
 }
 
+/// `raw` aligned by `plan` as a new view, or `None` when the plan changes nothing (the
+/// caller then uses `raw` itself and no view is made).
+pub(crate) fn view_unless_identity<E: Element>(
+    raw: &DynTensor<E>,
+    plan: &Alignment,
+) -> Option<DynTensor<E>> {
+    (!plan.is_identity()).then(|| aligned(raw, plan))
+}
+
 /// `Self` with dim `D` replaced by the dims `With`.
 type Replaced<E, S, D, With, P> = Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>;
 
