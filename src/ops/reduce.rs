@@ -97,43 +97,29 @@ where
     DynTensor::from_contiguous_vec(data, &reduced_shape(t.shape(), mask, keepdim))
 }
 
+/// The sum type's compute type of `E`: the accumulator of sums and products.
+type Acc<E> = C<Sum<E>>;
+
+/// A sum or product (`identity` and `combine`) accumulated in [`Acc`], stored as the sum type.
 fn sum_impl<E: Element>(
     op: &'static str,
     t: &DynTensor<E>,
     mask: &[bool],
     keepdim: bool,
+    identity: Acc<E>,
+    combine: impl Fn(Acc<E>, Acc<E>) -> Acc<E> + Sync,
 ) -> Result<DynTensor<Sum<E>>> {
-    fold_tensor::<E, C<E>, C<Sum<E>>, Sum<E>, _, _>(
+    fold_tensor::<E, C<E>, Acc<E>, Sum<E>, _, _>(
         op,
         t,
         mask,
         keepdim,
         Fold {
-            identity: <C<Sum<E>> as Element>::ZERO,
-            map: |x: C<E>| cast::<C<E>, C<Sum<E>>>(x),
-            combine: |a: C<Sum<E>>, b| a.nadd(b),
+            identity,
+            map: |x: C<E>| cast::<C<E>, Acc<E>>(x),
+            combine,
         },
-        cast::<C<Sum<E>>, Sum<E>>,
-    )
-}
-
-fn prod_impl<E: Element>(
-    op: &'static str,
-    t: &DynTensor<E>,
-    mask: &[bool],
-    keepdim: bool,
-) -> Result<DynTensor<Sum<E>>> {
-    fold_tensor::<E, C<E>, C<Sum<E>>, Sum<E>, _, _>(
-        op,
-        t,
-        mask,
-        keepdim,
-        Fold {
-            identity: <C<Sum<E>> as Element>::ONE,
-            map: |x: C<E>| cast::<C<E>, C<Sum<E>>>(x),
-            combine: |a: C<Sum<E>>, b| a.nmul(b),
-        },
-        cast::<C<Sum<E>>, Sum<E>>,
+        cast::<Acc<E>, Sum<E>>,
     )
 }
 
@@ -158,11 +144,56 @@ fn extreme<E: Element>(
     if reduced_count(t.shape(), mask) == 0 {
         return Err(empty_error(op, t.shape()));
     }
-    let identity = if max {
-        <C<E> as Native>::LOWEST
+    // Two monomorphic folds (closures, not function pointers), so that the inner loop has no
+    // branch and no indirect call.
+    if max {
+        fold_as(
+            op,
+            t,
+            mask,
+            keepdim,
+            <C<E> as Native>::LOWEST,
+            |x| x,
+            |a, b| a.nmax(b),
+        )
     } else {
-        <C<E> as Native>::HIGHEST
-    };
+        fold_as(
+            op,
+            t,
+            mask,
+            keepdim,
+            <C<E> as Native>::HIGHEST,
+            |x| x,
+            |a, b| a.nmin(b),
+        )
+    }
+}
+
+/// Folds `map`ped elements with `combine` in the compute type and stores the result as `E`.
+fn fold_as<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    mask: &[bool],
+    keepdim: bool,
+    identity: C<E>,
+    map: impl Fn(C<E>) -> C<E> + Sync,
+    combine: impl Fn(C<E>, C<E>) -> C<E> + Sync,
+) -> Result<DynTensor<E>> {
+    fold_with(op, t, mask, keepdim, identity, map, combine, |a| a)
+}
+
+/// [`fold_as`] with `finish` applied to each result before it is stored.
+#[allow(clippy::too_many_arguments)]
+fn fold_with<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    mask: &[bool],
+    keepdim: bool,
+    identity: C<E>,
+    map: impl Fn(C<E>) -> C<E> + Sync,
+    combine: impl Fn(C<E>, C<E>) -> C<E> + Sync,
+    finish: impl Fn(C<E>) -> C<E> + Sync,
+) -> Result<DynTensor<E>> {
     fold_tensor::<E, C<E>, C<E>, E, _, _>(
         op,
         t,
@@ -170,10 +201,10 @@ fn extreme<E: Element>(
         keepdim,
         Fold {
             identity,
-            map: |x: C<E>| x,
-            combine: move |a: C<E>, b: C<E>| if max { a.nmax(b) } else { a.nmin(b) },
+            map,
+            combine,
         },
-        cast::<C<E>, E>,
+        move |a| cast::<C<E>, E>(finish(a)),
     )
 }
 
@@ -234,18 +265,34 @@ fn truth<E: Element>(
     keepdim: bool,
     any: bool,
 ) -> Result<DynTensor<bool>> {
-    fold_tensor::<E, C<E>, bool, bool, _, _>(
-        op,
-        t,
-        mask,
-        keepdim,
-        Fold {
-            identity: !any,
-            map: |x: C<E>| !x.is_zero(),
-            combine: move |a: bool, b: bool| if any { a | b } else { a & b },
-        },
-        |a| a,
-    )
+    let map = |x: C<E>| !x.is_zero();
+    if any {
+        fold_tensor::<E, C<E>, bool, bool, _, _>(
+            op,
+            t,
+            mask,
+            keepdim,
+            Fold {
+                identity: false,
+                map,
+                combine: |a: bool, b: bool| a | b,
+            },
+            |a| a,
+        )
+    } else {
+        fold_tensor::<E, C<E>, bool, bool, _, _>(
+            op,
+            t,
+            mask,
+            keepdim,
+            Fold {
+                identity: true,
+                map,
+                combine: |a: bool, b: bool| a & b,
+            },
+            |a| a,
+        )
+    }
 }
 
 macro_rules! dims_forms {
@@ -328,7 +375,9 @@ dims_forms! { Element, Sum<E>;
     /// assert_eq!(t.sum_dims(&[0, 2], false).to_vec(), vec![8i64, 8, 8]);
     /// ```
     sum_dims, try_sum_dims,
-    |t, mask, keepdim| sum_impl("sum", t, &mask, keepdim)
+    |t, mask, keepdim| {
+        sum_impl("sum", t, &mask, keepdim, <Acc<E> as Element>::ZERO, |a, b| a.nadd(b))
+    }
 }
 
 dims_forms! { Element, Sum<E>;
@@ -356,7 +405,9 @@ dims_forms! { Element, Sum<E>;
     /// assert_eq!(t.prod_dims(&[0, 1], true).to_vec(), vec![24.0]);
     /// ```
     prod_dims, try_prod_dims,
-    |t, mask, keepdim| prod_impl("prod", t, &mask, keepdim)
+    |t, mask, keepdim| {
+        sum_impl("prod", t, &mask, keepdim, <Acc<E> as Element>::ONE, |a, b| a.nmul(b))
+    }
 }
 
 dims_forms! { Float, E;
@@ -596,63 +647,44 @@ fn norm_impl<E: Float>(
 ) -> Result<DynTensor<E>> {
     let op = "norm";
     let zero = <C<E> as Element>::ZERO;
-    let fold_abs = |combine: fn(C<E>, C<E>) -> C<E>, identity: C<E>| {
-        fold_tensor::<E, C<E>, C<E>, E, _, _>(
+    let one = <C<E> as Element>::ONE;
+    let (pc, inv) = (
+        <C<E> as NativeFloat>::c(p),
+        <C<E> as NativeFloat>::c(1.0 / p),
+    );
+    let (t, m, k) = (t, mask, keepdim);
+    let add = |a: C<E>, b: C<E>| a.nadd(b);
+    let id = |s: C<E>| s;
+    // One monomorphic fold per case: no branch on `p` in the inner loop.
+    match p {
+        f64::INFINITY => fold_with(op, t, m, k, zero, |x| x.nabs(), |a, b| a.nmax(b), id),
+        f64::NEG_INFINITY => {
+            let highest = <C<E> as Native>::HIGHEST;
+            fold_with(op, t, m, k, highest, |x| x.nabs(), |a, b| a.nmin(b), id)
+        }
+        0.0 => fold_with(
             op,
             t,
-            mask,
-            keepdim,
-            Fold {
-                identity,
-                map: |x: C<E>| x.nabs(),
-                combine,
-            },
-            cast::<C<E>, E>,
-        )
-    };
-    if p == f64::INFINITY {
-        return fold_abs(|a, b| a.nmax(b), zero);
+            m,
+            k,
+            zero,
+            |x| if x.is_zero() { zero } else { one },
+            add,
+            id,
+        ),
+        1.0 => fold_with(op, t, m, k, zero, |x| x.nabs(), add, id),
+        2.0 => fold_with(op, t, m, k, zero, |x| x.nmul(x), add, |s| s.sqrt()),
+        _ => fold_with(
+            op,
+            t,
+            m,
+            k,
+            zero,
+            |x| x.nabs().powf(pc),
+            add,
+            |s| s.powf(inv),
+        ),
     }
-    if p == f64::NEG_INFINITY {
-        return fold_abs(|a, b| a.nmin(b), <C<E> as Native>::HIGHEST);
-    }
-    let pc = <C<E> as NativeFloat>::c(p);
-    let inv = <C<E> as NativeFloat>::c(1.0 / p);
-    fold_tensor::<E, C<E>, C<E>, E, _, _>(
-        op,
-        t,
-        mask,
-        keepdim,
-        Fold {
-            identity: zero,
-            map: move |x: C<E>| {
-                if p == 0.0 {
-                    if x.is_zero() {
-                        zero
-                    } else {
-                        <C<E> as Element>::ONE
-                    }
-                } else if p == 1.0 {
-                    x.nabs()
-                } else if p == 2.0 {
-                    x.nmul(x)
-                } else {
-                    x.nabs().powf(pc)
-                }
-            },
-            combine: |a: C<E>, b| a.nadd(b),
-        },
-        move |s: C<E>| {
-            let r = if p == 0.0 || p == 1.0 {
-                s
-            } else if p == 2.0 {
-                s.sqrt()
-            } else {
-                s.powf(inv)
-            };
-            cast::<C<E>, E>(r)
-        },
-    )
 }
 
 impl<E: Float> DynTensor<E> {
