@@ -330,6 +330,42 @@ impl<E: Numeric> DynTensor<E> {
         or_panic(self.try_clamp_(min, max))
     }
 
+    /// [`DynTensor::clamp_min`] in place. Panics for an expanded (stride-0) view.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
+    /// t.clamp_min_(0);
+    /// assert_eq!(t.to_vec(), vec![0, 3]);
+    /// ```
+    #[track_caller]
+    pub fn clamp_min_<S: Element>(&self, min: S) -> &Self {
+        let lo = min.cast::<C<E>>();
+        or_panic(map_inplace::<E, C<E>>(
+            "clamp_min_",
+            self,
+            move |x: C<E>| x.nmax(lo),
+        ));
+        self
+    }
+
+    /// [`DynTensor::clamp_max`] in place. Panics for an expanded (stride-0) view.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
+    /// t.clamp_max_(0);
+    /// assert_eq!(t.to_vec(), vec![-2, 0]);
+    /// ```
+    #[track_caller]
+    pub fn clamp_max_<S: Element>(&self, max: S) -> &Self {
+        let hi = max.cast::<C<E>>();
+        or_panic(map_inplace::<E, C<E>>(
+            "clamp_max_",
+            self,
+            move |x: C<E>| x.nmin(hi),
+        ));
+        self
+    }
+
     /// [`DynTensor::clamp_`], or an error for an expanded (stride-0) view.
     ///
     /// ```
