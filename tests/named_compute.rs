@@ -163,6 +163,42 @@ fn reductions_by_name_equal_the_positional_ones() {
     assert_eq!(r.to_vec(), d.sum_dims(&[2], false).to_vec());
 }
 
+#[test]
+fn every_reduction_by_name_against_hand_values() {
+    // (Rows, Cols) = [[1, 2, 3], [4, 5, 6]] (f64 so the sums are exact).
+    let t = Tensor::<f64, (Rows, Cols)>::from_vec(vec![1., 2., 3., 4., 5., 6.], [2, 3]);
+    assert_eq!(t.sum::<Cols>().to_vec(), vec![6., 15.]);
+    assert_eq!(t.sum_keepdim::<Cols>().shape(), &[2, 1]);
+    assert_eq!(t.prod::<Rows>().to_vec(), vec![4., 10., 18.]);
+    assert_eq!(t.prod::<(Rows, Cols)>().item(), 720.);
+    assert_eq!(t.amin::<Cols>().to_vec(), vec![1., 4.]);
+    assert_eq!(t.amax_keepdim::<Rows>().to_vec(), vec![4., 5., 6.]);
+    assert_eq!(t.mean::<Rows>().to_vec(), vec![2.5, 3.5, 4.5]);
+    assert_eq!(t.mean::<(Cols, Rows)>().item(), 3.5);
+    // var of [1, 2, 3] with correction 1 is 1; with 0 it is 2/3.
+    assert_eq!(t.var::<Cols>(1).to_vec(), vec![1., 1.]);
+    assert!((t.std::<Cols>(0).to_vec()[0] - (2.0f64 / 3.0).sqrt()).abs() < 1e-15);
+    // 2-norm over Rows: sqrt(1 + 16), sqrt(4 + 25), sqrt(9 + 36); 1-norm of everything: 21.
+    let n = t.norm::<Rows>(2.0).to_vec();
+    for (got, want) in n.iter().zip([17f64.sqrt(), 29f64.sqrt(), 45f64.sqrt()]) {
+        assert!((got - want).abs() < 1e-14, "{got} vs {want}");
+    }
+    assert_eq!(t.norm::<(Rows, Cols)>(1.0).item(), 21.);
+    // logsumexp over Cols: ln(e^1 + e^2 + e^3) = 3 + ln(1 + e^-1 + e^-2).
+    let lse = t.logsumexp::<Cols>().to_vec();
+    let want = 3.0 + (1.0 + (-1.0f64).exp() + (-2.0f64).exp()).ln();
+    assert!((lse[0] - want).abs() < 1e-14 && (lse[1] - (want + 3.0)).abs() < 1e-14);
+    let (values, indices) = t.max::<Rows>();
+    assert_eq!(
+        (values.to_vec(), indices.to_vec()),
+        (vec![4., 5., 6.], vec![1, 1, 1])
+    );
+    assert_eq!(t.cumsum::<Cols>().to_vec(), vec![1., 3., 6., 4., 9., 15.]);
+    // Casts keep the names.
+    let i = t.to_dtype::<i32>();
+    assert_eq!((i.names(), i.to_vec()), (t.names(), vec![1, 2, 3, 4, 5, 6]));
+}
+
 /// Seed 000: grayscale weights aligned to the image, weighted sum over channels.
 #[test]
 fn grayscale_from_the_seed() {
