@@ -128,9 +128,9 @@ macro_rules! named_binary {
                 aligned_op(
                     stringify!($op),
                     &self.raw,
-                    &<S as Broadcast<S2, P, P2>>::LHS,
+                    const { &<S as Broadcast<S2, P, P2>>::LHS },
                     &other.raw,
-                    &<S as Broadcast<S2, P, P2>>::RHS,
+                    const { &<S as Broadcast<S2, P, P2>>::RHS },
                     full_names::<<S as Broadcast<S2, P, P2>>::Out, <S as Broadcast<S2, P, P2>>::Private>,
                     |l, r| l.$try_op(r),
                 )
@@ -156,9 +156,9 @@ macro_rules! named_binary {
                 aligned_op(
                     stringify!($op),
                     &self.raw,
-                    &<S as SameDims<S2, P, P2>>::LHS,
+                    const { &<S as SameDims<S2, P, P2>>::LHS },
                     &other.raw,
-                    &<S as SameDims<S2, P, P2>>::RHS,
+                    const { &<S as SameDims<S2, P, P2>>::RHS },
                     full_names::<S, <S as SameDims<S2, P, P2>>::Private>,
                     |l, r| l.$try_op(r),
                 )
@@ -184,9 +184,9 @@ macro_rules! named_binary {
                 aligned_op(
                     stringify!($op),
                     &self.raw,
-                    &<S as BroadcastPositional<S2, P, P2>>::LHS,
+                    const { &<S as BroadcastPositional<S2, P, P2>>::LHS },
                     &other.raw,
-                    &<S as BroadcastPositional<S2, P, P2>>::RHS,
+                    const { &<S as BroadcastPositional<S2, P, P2>>::RHS },
                     full_names::<<S as BroadcastPositional<S2, P, P2>>::Out, <S as BroadcastPositional<S2, P, P2>>::Private>,
                     |l, r| l.$try_op(r),
                 )

@@ -49,7 +49,8 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     where
         S: Contract<K, S2, P, P2>,
     {
-        let plan = <S as Contract<K, S2, P, P2>>::PLAN;
+        // A reference to the compile-time plan (no copy of it per call).
+        let plan = const { &<S as Contract<K, S2, P, P2>>::PLAN };
         let (b, lf, kc, rf) = (plan.batch, plan.lhs_free, plan.contracted, plan.rhs_free);
         // [batch.., lhs_free.., contracted..] and [batch.., contracted.., rhs_free..]
         let (l_view, r_view) = (
@@ -137,8 +138,8 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     where
         S: MatMul<S2, P, P2>,
     {
-        let l_view = view_unless_identity(&self.raw, &<S as MatMul<S2, P, P2>>::LHS);
-        let r_view = view_unless_identity(&other.raw, &<S as MatMul<S2, P, P2>>::RHS);
+        let l_view = view_unless_identity(&self.raw, const { &<S as MatMul<S2, P, P2>>::LHS });
+        let r_view = view_unless_identity(&other.raw, const { &<S as MatMul<S2, P, P2>>::RHS });
         let (l, r) = (
             l_view.as_ref().unwrap_or(&self.raw),
             r_view.as_ref().unwrap_or(&other.raw),

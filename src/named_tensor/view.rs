@@ -19,7 +19,7 @@ pub(crate) fn aligned<E: Element>(raw: &DynTensor<E>, plan: &Alignment) -> DynTe
     let mut out = if plan.perm.is_identity() {
         raw.shallow_clone()
     } else {
-        raw.permute(&plan.perm)
+        raw.with_layout(raw.layout().permute_trusted(&plan.perm))
     };
     for &d in plan.insert.iter() {
         out = out.unsqueeze(d);
@@ -91,7 +91,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     where
         S: AlignTo<T, P>,
     {
-        Tensor::wrap(aligned(&self.raw, &<S as AlignTo<T, P>>::PLAN))
+        Tensor::wrap(aligned(&self.raw, const { &<S as AlignTo<T, P>>::PLAN }))
     }
 
     /// [`Tensor::align_to`] the dims of `other` (PyTorch's `align_as`).
