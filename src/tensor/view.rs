@@ -338,10 +338,7 @@ impl<E: Element> DynTensor<E> {
         if self.is_contiguous() {
             return Ok(self.shallow_clone());
         }
-        let data = {
-            let guard = self.storage.read();
-            crate::backend::cpu::gather_to_vec(guard.cpu("contiguous")?, &self.layout)
-        };
-        DynTensor::from_contiguous_vec(data, self.shape())
+        let buffer = self.storage.read().gather("contiguous", &self.layout)?;
+        DynTensor::from_contiguous_buffer(buffer, self.shape())
     }
 }
