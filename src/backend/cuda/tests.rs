@@ -462,21 +462,9 @@ fn check_casts<S: Element>(dir: &std::path::Path, src: &[S]) {
 
 #[test]
 fn kernel_conversions_compiled_for_the_host_match_the_cpu_bit_for_bit() {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
-    if std::process::Command::new(&cxx)
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!(
-            "skipping: no C++ compiler ({cxx}) to compile the kernel conversions for the host"
-        );
+    let Some((dir, exe)) = host_build("conv", HARNESS) else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!("namedtensor-cuda-conv-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("common.cuh"), COMMON).unwrap();
-    std::fs::write(dir.join("harness.cpp"), HARNESS).unwrap();
+    };
 
     // f32 inputs: every upper half with low halves around the rounding points of f16 (bit 12)
     // and bf16 (bit 15).
@@ -540,18 +528,6 @@ fn kernel_conversions_compiled_for_the_host_match_the_cpu_bit_for_bit() {
     write_bin(&dir, "src_f32.bin", &f32v);
     write_bin(&dir, "src_f64.bin", &floats);
 
-    let exe = dir.join("harness");
-    let out = std::process::Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-fno-strict-aliasing", "-o"])
-        .arg(&exe)
-        .arg(dir.join("harness.cpp"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "c++ failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let run = std::process::Command::new(&exe).arg(&dir).output().unwrap();
     assert!(
         run.status.success(),
@@ -614,6 +590,308 @@ fn kernel_conversions_compiled_for_the_host_match_the_cpu_bit_for_bit() {
     check_casts(&dir, &bf16s);
     check_casts(&dir, &f32v);
     check_casts(&dir, &floats);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernels' index math and operations, compiled for the host: `NtLayout` read from the
+// bytes of Rust's `KernelLayout` (checks that the two agree), positions, wrapping integer
+// arithmetic, NaN rules and the argmax/argmin combination under any split between threads.
+
+const OPS_HARNESS: &str = r#"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#define __device__
+#define __global__
+#define __shared__
+#define __forceinline__ inline
+struct nt_dim3 { unsigned int x, y, z; };
+static nt_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static void __syncthreads() {}
+static float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+static double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+#include "common.cuh"
+#include "unary.cu"
+#include "binary.cu"
+#include "reduce.cu"
+
+static int failures = 0;
+#define CHECK(c) do { if (!(c)) { std::fprintf(stderr, "line %d: %s\n", __LINE__, #c); ++failures; } } while (0)
+
+static std::vector<unsigned char> load(const char* dir, const char* name) {
+    char path[4096];
+    std::snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE* f = std::fopen(path, "rb");
+    if (!f) { std::perror(path); std::exit(2); }
+    std::vector<unsigned char> v;
+    int c;
+    while ((c = std::fgetc(f)) != EOF) v.push_back((unsigned char)c);
+    std::fclose(f);
+    return v;
+}
+static void save(const char* dir, const char* name, const std::vector<nt_i64>& v) {
+    char path[4096];
+    std::snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE* f = std::fopen(path, "wb");
+    if (!f) { std::perror(path); std::exit(2); }
+    std::fwrite(v.data(), sizeof(nt_i64), v.size(), f);
+    std::fclose(f);
+}
+
+template <typename T> static void int_ops(const std::vector<nt_i64>& xs, std::vector<nt_i64>& out) {
+    for (nt_i64 a64 : xs) {
+        T a = (T)a64;
+        out.push_back((nt_i64)nt_op_neg()(a));
+        out.push_back((nt_i64)nt_op_abs()(a));
+        out.push_back((nt_i64)nt_op_square()(a));
+        out.push_back((nt_i64)nt_op_sign()(a));
+        out.push_back((nt_i64)nt_op_relu()(a));
+        for (nt_i64 b64 : xs) {
+            T b = (T)b64;
+            out.push_back((nt_i64)nt_op_add()(a, b));
+            out.push_back((nt_i64)nt_op_sub()(a, b));
+            out.push_back((nt_i64)nt_op_mul()(a, b));
+            out.push_back((nt_i64)nt_op_maximum()(a, b));
+            out.push_back((nt_i64)nt_op_minimum()(a, b));
+        }
+    }
+}
+
+int main(int argc, char** argv) {
+    const char* dir = argv[1];
+    // Layouts: records of an NtLayout followed by the element count.
+    std::vector<unsigned char> raw = load(dir, "layouts.bin");
+    std::vector<nt_i64> positions;
+    for (size_t at = 0; at < raw.size(); at += sizeof(NtLayout) + 8) {
+        NtLayout l;
+        nt_u64 n;
+        __builtin_memcpy(&l, &raw[at], sizeof l);
+        __builtin_memcpy(&n, &raw[at + sizeof l], 8);
+        for (nt_u64 i = 0; i < n; ++i) positions.push_back((nt_i64)nt_position(l, i));
+    }
+    save(dir, "positions.bin", positions);
+
+    // Integer operations on the samples, for i8, i32, i64 and u8.
+    std::vector<unsigned char> xr = load(dir, "ints.bin");
+    std::vector<nt_i64> xs(xr.size() / 8);
+    __builtin_memcpy(xs.data(), xr.data(), xr.size());
+    std::vector<nt_i64> ints;
+    int_ops<signed char>(xs, ints);
+    int_ops<int>(xs, ints);
+    int_ops<long long>(xs, ints);
+    int_ops<unsigned char>(xs, ints);
+    save(dir, "int_ops.bin", ints);
+
+    // Float rules.
+    float nan = std::nanf("");
+    CHECK(std::isnan(nt_op_maximum()(nan, 1.0f)) && std::isnan(nt_op_maximum()(1.0f, nan)));
+    CHECK(std::isnan(nt_op_minimum()(2.0, (double)nan)));
+    CHECK(nt_op_maximum()(-1.0f, 2.0f) == 2.0f && nt_op_minimum()(-1.0f, 2.0f) == -1.0f);
+    CHECK(std::isnan(nt_op_relu()(nan)) && nt_op_relu()(-3.0f) == 0.0f && nt_op_relu()(3.0f) == 3.0f);
+    CHECK(nt_op_sign()(nan) == 0.0f && nt_op_sign()(-0.5) == -1.0 && nt_op_sign()(0.0f) == 0.0f);
+    CHECK(!std::signbit(nt_op_abs()(-0.0f)) && nt_op_abs()(-2.5) == 2.5);
+    CHECK(nt_op_round()(2.5f) == 2.0f && nt_op_round()(3.5) == 4.0 && nt_op_round()(-0.5f) == 0.0f);
+    CHECK(std::fabs(nt_op_sigmoid()(0.0f) - 0.5f) < 1e-7f);
+    CHECK(std::fabs(nt_op_gelu()(1.0) - 0.8413447460685429) < 1e-12);
+    CHECK(nt_op_eq()(nan, nan) == false && nt_op_ne()(nan, nan) == true);
+    CHECK(nt_op_lt()(1, 2) && nt_op_ge()(2.0, 2.0) && !nt_op_gt()(false, true));
+
+    // argmax/argmin: the first NaN if any, else the first extreme, whichever thread saw what.
+    typedef nt_red_argmax<float> amax;
+    typedef nt_red_argmin<float> amin;
+    float row[] = {1.0f, 3.0f, 3.0f, -2.0f, nan, 5.0f, nan};
+    for (int n = 1; n <= 7; ++n) {
+        int want_max = 0, want_min = 0, first_nan = -1;
+        for (int k = 0; k < n; ++k) {
+            if (std::isnan(row[k])) { if (first_nan < 0) first_nan = k; continue; }
+            if (std::isnan(row[want_max]) || row[k] > row[want_max]) want_max = k;
+            if (std::isnan(row[want_min]) || row[k] < row[want_min]) want_min = k;
+        }
+        if (first_nan >= 0) want_max = want_min = first_nan;
+        for (int threads = 1; threads <= 4; ++threads) {
+            // thread t takes k = t, t + threads, ...; then the tree of the block reduction
+            std::vector<amax::acc> pmax(4, amax::init());
+            std::vector<amin::acc> pmin(4, amin::init());
+            for (int t = 0; t < threads; ++t)
+                for (int k = t; k < n; k += threads) {
+                    pmax[t] = amax::step(pmax[t], row[k], k);
+                    pmin[t] = amin::step(pmin[t], row[k], k);
+                }
+            for (int s = 2; s > 0; s >>= 1)
+                for (int t = 0; t < s; ++t) {
+                    pmax[t] = amax::combine(pmax[t], pmax[t + s]);
+                    pmin[t] = amin::combine(pmin[t], pmin[t + s]);
+                }
+            CHECK(amax::finish(pmax[0], n) == want_max);
+            CHECK(amin::finish(pmin[0], n) == want_min);
+        }
+    }
+    // The other accumulators.
+    typedef nt_red_max<nt_half> hmax;
+    CHECK(hmax::finish(hmax::step(hmax::init(), nt_traits<nt_half>::from_f32(-3.0f), 0), 1).bits == 0xc200);
+    CHECK(std::isnan(nt_red_max<float>::combine(1.0f, nan)));
+    typedef nt_red_sum<bool> bsum;
+    CHECK(bsum::finish(bsum::step(bsum::step(bsum::init(), true, 0), true, 1), 2) == 2);
+    typedef nt_red_prod<signed char> cprod;
+    CHECK(cprod::finish(cprod::step(cprod::step(cprod::init(), (signed char)100, 0), (signed char)100, 1), 2) == 10000);
+    typedef nt_red_mean<nt_bfloat> bmean;
+    CHECK(nt_bf16_to_f32(bmean::finish(bmean::combine(
+        bmean::step(bmean::init(), nt_traits<nt_bfloat>::from_f32(1.0f), 0),
+        bmean::step(bmean::init(), nt_traits<nt_bfloat>::from_f32(2.0f), 1)), 2).bits) == 1.5f);
+    CHECK(nt_red_min<unsigned char>::init() == 255);
+    CHECK(nt_red_max<long long>::init() == -9223372036854775807LL - 1);
+    CHECK(std::isinf(nt_red_min<double>::init()) && nt_red_min<double>::init() > 0);
+    return failures == 0 ? 0 : 1;
+}
+"#;
+
+/// Compiles `harness` (with the kernel sources beside it) for the host in a fresh folder;
+/// `None` (after printing why) without a C++ compiler.
+fn host_build(tag: &str, harness: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
+    if std::process::Command::new(&cxx)
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: no C++ compiler ({cxx}) to compile the kernel sources for the host");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("namedtensor-cuda-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("common.cuh"), COMMON).unwrap();
+    for source in Source::ALL {
+        std::fs::write(dir.join(source.file_name()), source.text()).unwrap();
+    }
+    std::fs::write(dir.join("harness.cpp"), harness).unwrap();
+    let exe = dir.join("harness");
+    let out = std::process::Command::new(&cxx)
+        .args(["-std=c++17", "-O1", "-Wno-unknown-pragmas", "-o"])
+        .arg(&exe)
+        .arg(dir.join("harness.cpp"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cxx} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((dir, exe))
+}
+
+/// The storage positions of `l` in row-major order, from `Layout::storage_index`.
+fn reference_positions(l: &Layout) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut idx = vec![0usize; l.rank()];
+    for _ in 0..l.numel() {
+        out.push(l.storage_index(&idx).unwrap() as i64);
+        for d in (0..l.rank()).rev() {
+            idx[d] += 1;
+            if idx[d] < l.sizes()[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// What the harness's `int_ops<T>` must produce: Rust's wrapping arithmetic.
+macro_rules! expected_int_ops {
+    ($t:ty, $xs:expr, $out:expr) => {
+        for &a in $xs {
+            let a = a as $t;
+            $out.push(a.wrapping_neg() as i64);
+            $out.push((if a < 0 as $t { a.wrapping_neg() } else { a }) as i64);
+            $out.push(a.wrapping_mul(a) as i64);
+            $out.push(match a.cmp(&(0 as $t)) {
+                std::cmp::Ordering::Less => -1,
+                std::cmp::Ordering::Equal => 0,
+                std::cmp::Ordering::Greater => 1,
+            });
+            $out.push(a.max(0 as $t) as i64);
+            for &b in $xs {
+                let b = b as $t;
+                $out.push(a.wrapping_add(b) as i64);
+                $out.push(a.wrapping_sub(b) as i64);
+                $out.push(a.wrapping_mul(b) as i64);
+                $out.push(a.max(b) as i64);
+                $out.push(a.min(b) as i64);
+            }
+        }
+    };
+}
+
+#[test]
+fn kernel_index_math_and_ops_compiled_for_the_host_match_rust() {
+    use super::launch::{KernelLayout, kernel_layouts};
+    let Some((dir, exe)) = host_build("ops", OPS_HARNESS) else {
+        return;
+    };
+    let base = Layout::contiguous(&[3, 4, 5]).unwrap();
+    let views = [
+        base.clone(),
+        base.permute(&[2, 0, 1]).unwrap(),
+        base.narrow(1, 1, 2).unwrap().transpose(0, 2).unwrap(),
+        Layout::new(&[4, 1, 3], &[0, 9, 7], 11).unwrap(),
+        Layout::new(&[], &[], 6).unwrap(),
+        Layout::new(&[2, 2, 2, 2, 2], &[1000, 1, 100, 10, 10000], 3).unwrap(),
+    ];
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut want: Vec<i64> = Vec::new();
+    for l in &views {
+        let [k] = kernel_layouts("test", l.sizes(), [l.strides()], [l.offset()]).unwrap();
+        // SAFETY: `KernelLayout` is `repr(C)` plain data without padding.
+        bytes.extend_from_slice(unsafe {
+            std::slice::from_raw_parts(
+                &k as *const KernelLayout as *const u8,
+                std::mem::size_of::<KernelLayout>(),
+            )
+        });
+        bytes.extend_from_slice(&(l.numel() as u64).to_le_bytes());
+        want.extend(reference_positions(l));
+    }
+    std::fs::write(dir.join("layouts.bin"), &bytes).unwrap();
+    let xs: Vec<i64> = vec![
+        0,
+        1,
+        -1,
+        7,
+        -100,
+        127,
+        -128,
+        200,
+        40_000,
+        i64::MAX,
+        i64::MIN,
+    ];
+    write_bin(&dir, "ints.bin", &xs);
+    let run = std::process::Command::new(&exe).arg(&dir).output().unwrap();
+    assert!(
+        run.status.success(),
+        "the kernels' operations disagree with their specification:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let got: Vec<i64> = read_u64(&dir, "positions.bin")
+        .into_iter()
+        .map(|p| p as i64)
+        .collect();
+    assert_eq!(got, want, "positions");
+    let mut want = Vec::new();
+    expected_int_ops!(i8, &xs, want);
+    expected_int_ops!(i32, &xs, want);
+    expected_int_ops!(i64, &xs, want);
+    expected_int_ops!(u8, &xs, want);
+    let got: Vec<i64> = read_u64(&dir, "int_ops.bin")
+        .into_iter()
+        .map(|p| p as i64)
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "integer operation result {i}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

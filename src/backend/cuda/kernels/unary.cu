@@ -26,7 +26,10 @@ NT_MATH1(trunc, truncf, trunc)
 
 // Operations on every numeric type.
 struct nt_op_neg { template <typename C> NT_HD C operator()(C x) const { return nt_wrap_neg(x); } };
-struct nt_op_abs { template <typename C> NT_HD C operator()(C x) const { return x < (C)0 ? nt_wrap_neg(x) : x; } };
+template <typename C> NT_HD C nt_abs(C x) { return x < (C)0 ? nt_wrap_neg(x) : x; }  // integers
+NT_HD float nt_abs(float x) { return fabsf(x); }  // |-0.0| is +0.0
+NT_HD double nt_abs(double x) { return fabs(x); }
+struct nt_op_abs { template <typename C> NT_HD C operator()(C x) const { return nt_abs(x); } };
 struct nt_op_relu { template <typename C> NT_HD C operator()(C x) const { return x < (C)0 ? (C)0 : x; } };  // NaN stays NaN
 struct nt_op_square { template <typename C> NT_HD C operator()(C x) const { return nt_wrap_mul(x, x); } };
 struct nt_op_sign { template <typename C> NT_HD C operator()(C x) const { return (C)((x > (C)0) - (x < (C)0)); } };  // NaN -> 0
