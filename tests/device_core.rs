@@ -213,6 +213,32 @@ device_tests! {
         }
     }
 
+    fn tensors_work_and_drop_on_other_threads(dev: Device) {
+        let a = on(dev, &grid());
+        let b = a.t_last().contiguous();
+        let worker = std::thread::spawn(move || {
+            // first use of the device on this thread, then the tensors are dropped here
+            b.select(0, 1).fill_(-1.0);
+            let sum: f32 = b.to_vec().iter().sum();
+            drop(b);
+            sum
+        });
+        let sum = worker.join().unwrap();
+        let cpu = grid();
+        let want: f32 = cpu.select(0, 0).to_vec().iter().sum::<f32>() - 12.0;
+        assert_eq!(sum, want);
+        // the device is still usable here afterwards
+        assert_eq!(a.clone().to_vec(), cpu.to_vec());
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let t = a.select(0, i % 2).shallow_clone();
+                std::thread::spawn(move || t.to_dtype::<f64>().to_vec()[0])
+            })
+            .collect();
+        let firsts: Vec<f64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(firsts, vec![0.0, 12.0, 0.0, 12.0]);
+    }
+
     fn ops_on_two_devices_are_errors_naming_both(dev: Device) {
         let here = DynTensor::<f32>::zeros_on(&[2], dev).unwrap();
         let cpu = DynTensor::<f32>::ones(&[2]);

@@ -167,7 +167,7 @@ impl<E: Element> DynTensor<E> {
         // A source on the destination's storage is read completely before anything is
         // written, by copying it to a storage of its own first.
         let same = src.storage.lock_order() == self.storage.lock_order();
-        let src = if same { src.clone() } else { src };
+        let src = if same { src.deep_copy("copy_")? } else { src };
         with_write_read_buffers(&self.storage, &src.storage, |dst, s| {
             dst.copy_from("copy_", &self.layout, s, &src.layout)
         })?;

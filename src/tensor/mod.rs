@@ -90,6 +90,12 @@ impl<E: Element> DynTensor<E> {
         })
     }
 
+    /// A copy of the viewed elements in a new contiguous storage on the same device.
+    pub(crate) fn deep_copy(&self, op: &'static str) -> Result<Self> {
+        let buffer = self.storage.read().gather(op, &self.layout)?;
+        DynTensor::from_contiguous_buffer(buffer, self.shape())
+    }
+
     /// A tensor on the same storage with another layout (checked against the storage; an
     /// empty layout reaches no element, so its offset may lie anywhere, as in `check_fits`).
     pub(crate) fn with_layout(&self, layout: Layout) -> Self {
@@ -322,7 +328,6 @@ impl<E: Element> Clone for DynTensor<E> {
     /// A copy of the elements in a new contiguous storage on the same device (PyTorch's
     /// `clone()`). Panics if the device fails.
     fn clone(&self) -> Self {
-        let buffer = or_panic(self.storage.read().gather("clone", &self.layout));
-        or_panic(DynTensor::from_contiguous_buffer(buffer, self.shape()))
+        or_panic(self.deep_copy("clone"))
     }
 }

@@ -338,7 +338,6 @@ impl<E: Element> DynTensor<E> {
         if self.is_contiguous() {
             return Ok(self.shallow_clone());
         }
-        let buffer = self.storage.read().gather("contiguous", &self.layout)?;
-        DynTensor::from_contiguous_buffer(buffer, self.shape())
+        self.deep_copy("contiguous")
     }
 }

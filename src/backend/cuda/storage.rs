@@ -34,6 +34,15 @@ impl std::fmt::Debug for CudaBuffer {
     }
 }
 
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        // cudarc frees the memory on the device's stream without making the context current,
+        // and a tensor may be dropped on a thread that never used this device (or last used
+        // another one): make it current first. On failure the free reports to the context.
+        let _ = self.device.bind("drop");
+    }
+}
+
 fn bytes_of<E: Element>(data: &[E]) -> &[u8] {
     // SAFETY: every `Element` type is plain data without padding, so the slice's bytes are
     // initialised; the view borrows `data`.
