@@ -429,3 +429,86 @@ pub(crate) fn with_read_all<E: Element, R>(
         .collect::<Result<Vec<&[E]>>>()?;
     Ok(f(&slices))
 }
+
+/// A storage of any element type, seen by device code, whose buffers are untyped.
+#[cfg(feature = "cuda")]
+pub(crate) trait AnyStorage {
+    /// See [`Storage::lock_order`].
+    fn order(&self) -> usize;
+    /// See [`Storage::device`].
+    fn on(&self) -> Device;
+    /// Takes the shared lock; the guard hands out the CUDA buffer.
+    fn read_cuda(&self) -> Box<dyn CudaGuard + '_>;
+}
+
+/// A held shared lock on a storage, for device code.
+#[cfg(feature = "cuda")]
+pub(crate) trait CudaGuard {
+    /// The CUDA buffer behind the lock; an error naming `op` for a host buffer.
+    fn buffer(&self, op: &'static str) -> Result<&crate::backend::cuda::CudaBuffer>;
+}
+
+#[cfg(feature = "cuda")]
+impl<E: Element> CudaGuard for RwLockReadGuard<'_, Buffer<E>> {
+    fn buffer(&self, op: &'static str) -> Result<&crate::backend::cuda::CudaBuffer> {
+        match &**self {
+            Buffer::Cuda(b) => Ok(b),
+            Buffer::Cpu(_) => Err(Error::new(
+                ErrorKind::Device,
+                op,
+                "expected a tensor on a CUDA device, found one on cpu",
+            )),
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl<E: Element> AnyStorage for Storage<E> {
+    fn order(&self) -> usize {
+        self.lock_order()
+    }
+    fn on(&self) -> Device {
+        self.device()
+    }
+    fn read_cuda(&self) -> Box<dyn CudaGuard + '_> {
+        Box::new(self.read())
+    }
+}
+
+/// Runs `f` with the CUDA buffers of `storages` (in the same order; a storage given several
+/// times is locked once and handed out several times), holding each one's shared lock, taken
+/// in the global order, for the whole call. Storages on different devices are an
+/// [`ErrorKind::Device`] error naming both, before any lock is taken.
+///
+/// Device code queues its kernels on the device's one stream inside `f`, so the stream runs
+/// operations in the order their locks were granted and the aliasing rules above hold on the
+/// device as on the host.
+#[cfg(feature = "cuda")]
+pub(crate) fn with_cuda_read<R>(
+    op: &'static str,
+    storages: &[&dyn AnyStorage],
+    f: impl FnOnce(&[&crate::backend::cuda::CudaBuffer]) -> Result<R>,
+) -> Result<R> {
+    if let Some(first) = storages.first() {
+        for s in storages {
+            if s.on() != first.on() {
+                return Err(mixed_devices(op, first.on(), s.on()));
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..storages.len()).collect();
+    order.sort_by_key(|&i| storages[i].order());
+    order.dedup_by_key(|i| storages[*i].order());
+    let guards: Vec<(usize, Box<dyn CudaGuard + '_>)> = order
+        .iter()
+        .map(|&i| (storages[i].order(), storages[i].read_cuda()))
+        .collect();
+    let buffers = storages
+        .iter()
+        .map(|s| {
+            let at = guards.partition_point(|(key, _)| *key < s.order());
+            guards[at].1.buffer(op)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    f(&buffers)
+}

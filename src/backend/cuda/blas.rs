@@ -9,8 +9,6 @@
 //!
 //! f32 and f64 compute in their own precision (no TF32); f16 and bf16 accumulate in f32.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired to DynTensor by the compute issue
-
 use super::copy::{cast, same_device};
 use super::device::CudaDevice;
 use super::error::{cublas, device_error};

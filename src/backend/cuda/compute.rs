@@ -8,8 +8,6 @@
 //! belong to the tensor API (broadcasting shapes, normalising dims, promoting dtypes) are the
 //! caller's; what is checked here is what would otherwise make a kernel misbehave.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired to DynTensor by the compute issue
-
 use super::copy::{cast, same_device};
 use super::error::driver;
 use super::kernels::{BinaryOp, CompareOp, Kernel, ReduceOp, UnaryOp};

@@ -85,7 +85,6 @@ macro_rules! op_enum {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[cfg_attr(not(test), allow(dead_code))] // wired to DynTensor by the compute issue
         pub(crate) enum $name { $($(#[$vdoc])* $variant,)* }
 
         impl $name {
@@ -150,6 +149,10 @@ op_enum!(
         Sigmoid => "sigmoid",
         /// `x/2 (1 + erf(x / √2))`.
         Gelu => "gelu",
+        /// `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+        GeluTanh => "gelu_tanh",
+        /// `x · sigmoid(x)`.
+        Silu => "silu",
     }
 );
 
@@ -288,31 +291,26 @@ impl Kernel {
     }
 
     /// Unary `op` on `dtype` (check [`UnaryOp::supports`] first).
-    #[cfg_attr(not(test), allow(dead_code))] // wired to DynTensor by the compute issue
     pub(crate) fn unary(op: UnaryOp, dtype: DType) -> Kernel {
         Kernel::new(Source::Unary, "unary", &[op.name(), type_name(dtype)])
     }
 
     /// Binary `op` on `dtype` (check [`BinaryOp::supports`] first).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn binary(op: BinaryOp, dtype: DType) -> Kernel {
         Kernel::new(Source::Binary, "binary", &[op.name(), type_name(dtype)])
     }
 
     /// Comparison `op` on `dtype`.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn compare(op: CompareOp, dtype: DType) -> Kernel {
         Kernel::new(Source::Binary, "compare", &[op.name(), type_name(dtype)])
     }
 
     /// Reduction `op` on `dtype` (check [`ReduceOp::supports`] first).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn reduce(op: ReduceOp, dtype: DType) -> Kernel {
         Kernel::new(Source::Reduce, "reduce", &[op.name(), type_name(dtype)])
     }
 
     /// Softmax / log-softmax on a float `dtype`.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn softmax(dtype: DType) -> Kernel {
         Kernel::new(Source::Softmax, "softmax", &[type_name(dtype)])
     }

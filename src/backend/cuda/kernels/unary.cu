@@ -55,6 +55,9 @@ NT_FLOAT_OP(trunc, nt_trunc(x))
 NT_FLOAT_OP(recip, (C)1 / x)
 NT_FLOAT_OP(sigmoid, (C)1 / ((C)1 + nt_exp(-x)))
 NT_FLOAT_OP(gelu, (C)0.5 * x * ((C)1 + nt_erf(x * (C)0.70710678118654752440)))
+// tanh approximation: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+NT_FLOAT_OP(gelu_tanh, (C)0.5 * x * ((C)1 + nt_tanh((x + (C)0.044715 * x * x * x) * (C)0.79788456080286535588)))
+NT_FLOAT_OP(silu, x / ((C)1 + nt_exp(-x)))
 
 template <typename T, typename Op>
 __device__ void nt_unary_impl(T* out, const T* in, NtLayout l, nt_u64 n) {
