@@ -9,7 +9,7 @@
 //! | `launch.rs` | kernel layouts, launch configurations, scalar arguments |
 //! | `storage.rs` | the device allocation behind a [`Storage`](crate::Storage) |
 //! | `copy.rs` | gather/cast, strided copy, fill (the core operations) |
-//! | `compute.rs` | unary, binary, comparison, reduction and softmax kernels |
+//! | `compute.rs` | unary, binary, comparison, reduction and softmax kernels (called by `ops/cuda.rs`, which maps the tensor operations onto them) |
 //! | `blas.rs` | matrix products through cuBLAS |
 //! | `error.rs` | driver/NVRTC/cuBLAS codes as [`ErrorKind::Device`](crate::ErrorKind) errors |
 //!
@@ -26,13 +26,13 @@
 //! ```sh
 //! nvidia-smi                                  # the driver sees the GPU
 //! export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH   # NVRTC and cuBLAS
-//! cargo test --features cuda                  # every test runs on cpu and on cuda:0
+//! cargo test --features cuda --lib --test device_core --test device_compute  # cpu and cuda:0
 //! ```
 //!
 //! Without a GPU the same command passes: each CUDA test prints why it skips
 //! (`skipping on cuda:0: no CUDA driver found …`). NVRTC needs no GPU, so with only
 //! `libnvrtc.so.12` on `LD_LIBRARY_PATH` (the pip wheel `nvidia-cuda-nvrtc-cu12` provides it)
-//! `cargo test --features cuda nvrtc` compiles every kernel for sm_80 and sm_90 and checks
+//! `cargo test --features cuda --lib nvrtc` compiles every kernel for sm_80 and sm_90 and checks
 //! the sources; without it that test skips too. The f16/bf16 conversions of the kernels are
 //! also compiled for the host with `c++` and compared with the `half` crate bit for bit.
 
