@@ -1,5 +1,7 @@
 //! Where a tensor's storage lives.
 
+use crate::error::{Error, ErrorKind, Result};
+
 /// A compute device.
 ///
 /// ```
@@ -21,5 +23,93 @@ impl std::fmt::Display for Device {
             Device::Cpu => f.write_str("cpu"),
             Device::Cuda(i) => write!(f, "cuda:{i}"),
         }
+    }
+}
+
+impl Device {
+    /// The number of CUDA devices this process can use: 0 without the `cuda` feature, without
+    /// an NVIDIA driver or without a GPU. Never panics.
+    ///
+    /// ```
+    /// let n = namedtensor::Device::cuda_count();
+    /// assert_eq!(n > 0, namedtensor::cuda_is_available());
+    /// ```
+    pub fn cuda_count() -> usize {
+        #[cfg(feature = "cuda")]
+        {
+            crate::backend::cuda::device::device_count()
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            0
+        }
+    }
+
+    /// `Ok` if tensors can be placed on this device, else an [`ErrorKind::Device`] error that
+    /// says why not (no `cuda` feature, no driver, no such ordinal, …). Never panics.
+    ///
+    /// ```
+    /// use namedtensor::Device;
+    /// assert!(Device::Cpu.check_available().is_ok());
+    /// if let Err(e) = Device::Cuda(0).check_available() {
+    ///     println!("no GPU: {}", e.message());
+    /// }
+    /// assert!(Device::Cuda(usize::MAX).check_available().is_err());
+    /// ```
+    pub fn check_available(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(ordinal) => {
+                crate::backend::cuda::device::check("check_available", ordinal).map(|_| ())
+            }
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => Err(no_cuda_feature("check_available")),
+        }
+    }
+
+    /// Whether tensors can be placed on this device ([`Device::check_available`] is `Ok`).
+    ///
+    /// ```
+    /// use namedtensor::Device;
+    /// assert!(Device::Cpu.is_available());
+    /// assert_eq!(Device::Cuda(0).is_available(), namedtensor::cuda_is_available());
+    /// ```
+    pub fn is_available(self) -> bool {
+        self.check_available().is_ok()
+    }
+}
+
+/// Whether at least one CUDA device can be used: the crate was built with the `cuda` feature,
+/// the NVIDIA driver library loads, and it reports a GPU. Never panics; the answer is
+/// determined once per process.
+///
+/// ```
+/// use namedtensor::{Device, DynTensor};
+/// let device = if namedtensor::cuda_is_available() { Device::Cuda(0) } else { Device::Cpu };
+/// let t = DynTensor::<f32>::ones(&[2, 2]).to_device(device).unwrap();
+/// assert_eq!(t.device(), device);
+/// ```
+pub fn cuda_is_available() -> bool {
+    Device::cuda_count() > 0
+}
+
+/// The error for a CUDA device in a build without the `cuda` feature.
+#[cfg_attr(feature = "cuda", allow(dead_code))]
+pub(crate) fn no_cuda_feature(op: &'static str) -> Error {
+    Error::new(
+        ErrorKind::Device,
+        op,
+        "namedtensor was built without the `cuda` feature; rebuild with `--features cuda` to \
+         use CUDA devices",
+    )
+}
+
+/// Fails with an [`ErrorKind::Device`] error naming both devices unless `a == b`.
+pub(crate) fn same_device(op: &'static str, a: Device, b: Device) -> Result<()> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(crate::storage::mixed_devices(op, a, b))
     }
 }

@@ -39,7 +39,7 @@ mod tensor;
 pub use backend::cpu::parallel::{
     num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
 };
-pub use device::Device;
+pub use device::{Device, cuda_is_available};
 pub use dtype::{DType, Element, Float, Numeric};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;

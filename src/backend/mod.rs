@@ -2,3 +2,5 @@
 //! know nothing of tensors or names.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;

@@ -99,7 +99,7 @@ fn arith_scalar_inplace<E: ScalarPromote<S>, S: Element>(
     check_inplace_cast::<Sp<E, S>, E>(op)?;
     let v: C<Sp<E, S>> = cast(s);
     check::<Sp<E, S>>(op, rule, || Ok(v.is_zero()))?;
-    zip_inplace::<E, C<Sp<E, S>>, C<Sp<E, S>>>(op, dst, &DynTensor::scalar(v), f)
+    zip_inplace::<E, C<Sp<E, S>>, C<Sp<E, S>>>(op, dst, &super::scalar_on(v, dst.device())?, f)
 }
 
 macro_rules! binary_ops {
@@ -454,9 +454,12 @@ impl<E: Element> DynTensor<E> {
     {
         check_inplace_cast::<Qs<E, S>, E>("div_")?;
         let v: C<Qs<E, S>> = cast(scalar);
-        zip_inplace::<E, C<Qs<E, S>>, C<Qs<E, S>>>("div_", self, &DynTensor::scalar(v), |x, y| {
-            x.ndiv(y)
-        })?;
+        zip_inplace::<E, C<Qs<E, S>>, C<Qs<E, S>>>(
+            "div_",
+            self,
+            &super::scalar_on(v, self.device())?,
+            |x, y| x.ndiv(y),
+        )?;
         Ok(self)
     }
 }

@@ -234,6 +234,10 @@ impl<E: Element> DynTensor<E> {
 
     fn matmul_as(&self, op: &'static str, other: &DynTensor<E>) -> Result<DynTensor<E>> {
         let plan = plan(op, self.layout(), other.layout())?;
+        super::on_cuda!(
+            [self, other],
+            super::cuda::matmul(op, self, other, &plan.out_shape)
+        );
         match E::DTYPE {
             DType::Bool => {
                 return Err(Error::new(

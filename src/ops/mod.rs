@@ -35,6 +35,8 @@
 mod arith;
 mod binary;
 mod compare;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod flip;
 mod index_select;
 mod join;
@@ -55,9 +57,27 @@ pub use promote::{
 };
 pub use serialize::{load_tensors, save_tensors};
 
+/// Sends an operation to its CUDA implementation (`ops::cuda`) when any of the listed
+/// operands is not on the CPU, by returning `$cuda` from the enclosing function; all-CPU
+/// operands fall through to the CPU code after one comparison each. Operands on two devices
+/// reach the CUDA path, which refuses them with an error naming both. Without the `cuda`
+/// feature no tensor can be anywhere else, and this expands to nothing.
+macro_rules! on_cuda {
+    ([$($t:expr),+], $cuda:expr) => {
+        #[cfg(feature = "cuda")]
+        {
+            if $($t.device() != $crate::device::Device::Cpu)||+ {
+                return $cuda;
+            }
+        }
+    };
+}
+pub(crate) use on_cuda;
+
 use crate::backend::cpu::num::{Kernel, Native};
 use crate::backend::cpu::pointwise::{self, In};
 use crate::backend::cpu::reduce::{Fold, reduce};
+use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes};
@@ -81,6 +101,7 @@ pub(crate) fn map<S: Element, T: Element, U: Element, O: Element>(
     t: &DynTensor<S>,
     f: impl Fn(T) -> U + Sync,
 ) -> Result<DynTensor<O>> {
+    on_cuda!([t], cuda::map::<S, O>(op, t));
     let out_layout = Layout::contiguous(t.shape())?;
     let guard = t.storage().read();
     let src = guard.cpu(op)?;
@@ -97,6 +118,7 @@ pub(crate) fn zip<A: Element, B: Element, T: Element, U: Element, O: Element>(
     b: &DynTensor<B>,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Result<DynTensor<O>> {
+    on_cuda!([a, b], cuda::zip::<A, B, T, O>(op, a, b));
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
     let la = expand_layout(a.layout(), &shape)?;
     let lb = expand_layout(b.layout(), &shape)?;
@@ -122,11 +144,21 @@ pub(crate) fn zip_scalar<E: Element, T: Element, U: Element, O: Element>(
     scalar_left: bool,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Result<DynTensor<O>> {
-    let s = DynTensor::scalar(s);
+    let s = scalar_on(s, t.device())?;
     if scalar_left {
         zip::<T, E, T, U, O>(op, &s, t, f)
     } else {
         zip::<E, T, T, U, O>(op, t, &s, f)
+    }
+}
+
+/// A 0-d tensor holding `v` on `device` (a one-element upload for a CUDA device).
+pub(crate) fn scalar_on<T: Element>(v: T, device: Device) -> Result<DynTensor<T>> {
+    let s = DynTensor::scalar(v);
+    if device == Device::Cpu {
+        Ok(s)
+    } else {
+        s.to_device(device)
     }
 }
 
@@ -153,6 +185,7 @@ pub(crate) fn map_inplace<E: Element, T: Element>(
     f: impl Fn(T) -> T + Sync,
 ) -> Result<()> {
     dst.check_writable(op)?;
+    on_cuda!([dst], cuda::map_inplace(op, dst));
     let mut guard = dst.storage().write();
     let d = guard.cpu_mut(op)?;
     pointwise::apply(d, [dst.layout()], |run, _, _| {
@@ -196,6 +229,7 @@ pub(crate) fn zip_inplace<E: Element, B: Element, T: Element>(
 ) -> Result<()> {
     dst.check_writable(op)?;
     let src = inplace_source(op, dst, src)?;
+    on_cuda!([dst, src], cuda::zip_inplace::<E, B, T>(op, dst, &src));
     with_write_read(op, dst.storage(), src.storage(), |d, s| {
         pointwise::apply(d, [dst.layout(), src.layout()], |run, st, sd| {
             pointwise::binary_inplace::<E, B, T>(run, In::new(s, st[1], sd[1]), &f)
@@ -205,6 +239,7 @@ pub(crate) fn zip_inplace<E: Element, B: Element, T: Element>(
 
 /// Whether any element of `t` is zero.
 pub(crate) fn any_zero<E: Element>(op: &'static str, t: &DynTensor<E>) -> Result<bool> {
+    on_cuda!([t], cuda::any_zero(op, t));
     let guard = t.storage().read();
     let src = guard.cpu(op)?;
     let all = vec![true; t.dim()];

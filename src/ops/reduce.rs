@@ -19,9 +19,13 @@
 //! accumulators and the leaf sums are combined pairwise, so the error is about
 //! `(32 + 5 + log2(n / 1024)) ε Σ|x|` instead of `n ε Σ|x|` for a plain loop.
 
-use super::{C, zip};
+#[cfg(feature = "cuda")]
+use super::cuda;
+use super::{C, on_cuda, zip};
 use crate::backend::cpu::num::{Kernel, Native, NativeFloat, cast};
 use crate::backend::cpu::reduce::{Fold, arg_reduce, reduce};
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::kernels::ReduceOp;
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::normalize_dim;
@@ -109,6 +113,14 @@ fn sum_impl<E: Element>(
     identity: Acc<E>,
     combine: impl Fn(Acc<E>, Acc<E>) -> Acc<E> + Sync,
 ) -> Result<DynTensor<Sum<E>>> {
+    on_cuda!([t], {
+        let rop = if op == "prod" {
+            ReduceOp::Prod
+        } else {
+            ReduceOp::Sum
+        };
+        cuda::reduce::<E, Sum<E>>(op, rop, t, mask, keepdim)
+    });
     fold_tensor::<E, C<E>, Acc<E>, Sum<E>, _, _>(
         op,
         t,
@@ -144,6 +156,10 @@ fn extreme<E: Element>(
     if reduced_count(t.shape(), mask) == 0 {
         return Err(empty_error(op, t.shape()));
     }
+    on_cuda!([t], {
+        let rop = if max { ReduceOp::Max } else { ReduceOp::Min };
+        cuda::reduce::<E, E>(op, rop, t, mask, keepdim)
+    });
     // Two monomorphic folds (closures, not function pointers), so that the inner loop has no
     // branch and no indirect call.
     if max {
@@ -225,12 +241,25 @@ fn arg_dim<E: Element>(
     max: bool,
 ) -> Result<(DynTensor<E>, DynTensor<i64>)> {
     if t.dim() == 0 && (dim == 0 || dim == -1) {
-        return Ok((t.clone(), DynTensor::scalar(0)));
+        return Ok((t.clone(), super::scalar_on(0, t.device())?));
     }
     let d = normalize_dim(op, dim, t.dim())?;
     if t.shape()[d] == 0 {
         return Err(empty_error(op, t.shape()));
     }
+    on_cuda!([t], {
+        let mut mask = vec![false; t.dim()];
+        mask[d] = true;
+        let (value, index) = if max {
+            (ReduceOp::Max, ReduceOp::ArgMax)
+        } else {
+            (ReduceOp::Min, ReduceOp::ArgMin)
+        };
+        Ok((
+            cuda::reduce::<E, E>(op, value, t, &mask, keepdim)?,
+            cuda::reduce::<E, i64>(op, index, t, &mask, keepdim)?,
+        ))
+    });
     let pairs = {
         let guard = t.storage().read();
         let src = guard.cpu(op)?;
@@ -265,6 +294,7 @@ fn truth<E: Element>(
     keepdim: bool,
     any: bool,
 ) -> Result<DynTensor<bool>> {
+    on_cuda!([t], cuda::truth(op, t, mask, keepdim, any));
     let map = |x: C<E>| !x.is_zero();
     if any {
         fold_tensor::<E, C<E>, bool, bool, _, _>(
@@ -530,6 +560,10 @@ fn mean_impl<E: Float, O: Element>(
     mask: &[bool],
     keepdim: bool,
 ) -> Result<DynTensor<O>> {
+    on_cuda!(
+        [t],
+        cuda::reduce::<E, O>(op, ReduceOp::Mean, t, mask, keepdim)
+    );
     let n = <C<E> as NativeFloat>::c(reduced_count(t.shape(), mask) as f64);
     fold_tensor::<E, C<E>, C<E>, O, _, _>(
         op,
@@ -598,6 +632,10 @@ fn var_impl<E: Float>(
     sqrt: bool,
 ) -> Result<DynTensor<E>> {
     let op = if sqrt { "std" } else { "var" };
+    on_cuda!([t], {
+        let what = cuda::Composite::Var { correction, sqrt };
+        cuda::composite(op, t, mask, keepdim, what)
+    });
     let n = reduced_count(t.shape(), mask);
     let m = mean_impl::<E, C<E>>(op, t, mask, true)?;
     let ss = centered_sum(op, t, &m, mask, |d| d.nmul(d))?;
@@ -615,6 +653,10 @@ fn logsumexp_impl<E: Float>(
     keepdim: bool,
 ) -> Result<DynTensor<E>> {
     let op = "logsumexp";
+    on_cuda!(
+        [t],
+        cuda::composite(op, t, mask, keepdim, cuda::Composite::LogSumExp)
+    );
     let m = fold_tensor::<E, C<E>, C<E>, C<E>, _, _>(
         op,
         t,
@@ -646,6 +688,10 @@ fn norm_impl<E: Float>(
     keepdim: bool,
 ) -> Result<DynTensor<E>> {
     let op = "norm";
+    on_cuda!(
+        [t],
+        cuda::composite(op, t, mask, keepdim, cuda::Composite::Norm(p))
+    );
     let zero = <C<E> as Element>::ZERO;
     let one = <C<E> as Element>::ONE;
     let (pc, inv) = (

@@ -3,7 +3,7 @@
 //! integers; integer and `bool` inputs give `i64`, as PyTorch).
 
 use super::promote::SumOutput;
-use super::{C, gather_as, vec_into};
+use super::{C, gather_as, on_cuda, vec_into};
 use crate::backend::cpu::num::Native;
 use crate::backend::cpu::scan;
 use crate::dtype::{Element, Float};
@@ -23,6 +23,14 @@ fn around(op: &'static str, shape: &[usize], dim: isize) -> Result<(usize, usize
 fn softmax_impl<E: Float>(t: &DynTensor<E>, dim: isize, log: bool) -> Result<DynTensor<E>> {
     let op = if log { "log_softmax" } else { "softmax" };
     let (n, inner) = around(op, t.shape(), dim)?;
+    on_cuda!([t], {
+        let d = if t.dim() == 0 {
+            0
+        } else {
+            normalize_dim(op, dim, t.dim())?
+        };
+        super::cuda::softmax(op, t, d, log)
+    });
     let mut buf = gather_as::<E, C<E>>(op, t)?;
     scan::softmax(&mut buf, n, inner, log);
     DynTensor::from_contiguous_vec(vec_into(buf), t.shape())

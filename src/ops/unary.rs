@@ -2,7 +2,9 @@
 //! types, and sign/magnitude operations (`neg`, `abs`, `clamp`, `relu`, …) for every numeric
 //! type. Each has an in-place form ending in `_`.
 
-use super::{C, map, map_inplace};
+#[cfg(feature = "cuda")]
+use super::cuda::{Param, map_param, map_param_inplace};
+use super::{C, map, map_inplace, on_cuda};
 use crate::backend::cpu::num::{Native, NativeFloat};
 use crate::dtype::{Element, Float, Numeric};
 use crate::error::Result;
@@ -240,6 +242,10 @@ impl<E: Float> DynTensor<E> {
     /// assert_eq!(t.powf(0.5).to_vec(), vec![2.0, 3.0]);
     /// ```
     pub fn powf(&self, exponent: f64) -> DynTensor<E> {
+        on_cuda!(
+            [self],
+            or_panic(map_param("powf", self, &Param::Powf(exponent)))
+        );
         let e = <C<E> as NativeFloat>::c(exponent);
         or_panic(map::<E, C<E>, C<E>, E>("powf", self, move |x: C<E>| {
             x.powf(e)
@@ -265,6 +271,10 @@ impl<E: Float> DynTensor<E> {
     /// assert!(t.try_powf_(2.0).is_err());
     /// ```
     pub fn try_powf_(&self, exponent: f64) -> Result<&Self> {
+        on_cuda!([self], {
+            self.check_writable("powf_")?;
+            map_param_inplace("powf_", self, &Param::Powf(exponent)).map(|()| self)
+        });
         let e = <C<E> as NativeFloat>::c(exponent);
         map_inplace::<E, C<E>>("powf_", self, move |x: C<E>| x.powf(e))?;
         Ok(self)
@@ -282,6 +292,10 @@ impl<E: Numeric> DynTensor<E> {
     /// assert_eq!(i.clamp(0, 6).to_vec(), vec![0, 5, 6]);
     /// ```
     pub fn clamp<S: Element>(&self, min: S, max: S) -> DynTensor<E> {
+        on_cuda!([self], {
+            let p = Param::Clamp(Some(min.cast::<E>()), Some(max.cast::<E>()));
+            or_panic(map_param("clamp", self, &p))
+        });
         let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
         or_panic(map::<E, C<E>, C<E>, E>("clamp", self, move |x: C<E>| {
             x.nmax(lo).nmin(hi)
@@ -295,6 +309,10 @@ impl<E: Numeric> DynTensor<E> {
     /// assert_eq!(t.clamp_min(0).to_vec(), vec![0, 3]);
     /// ```
     pub fn clamp_min<S: Element>(&self, min: S) -> DynTensor<E> {
+        on_cuda!([self], {
+            let p = Param::Clamp(Some(min.cast::<E>()), None);
+            or_panic(map_param("clamp_min", self, &p))
+        });
         let lo = min.cast::<C<E>>();
         or_panic(map::<E, C<E>, C<E>, E>(
             "clamp_min",
@@ -310,6 +328,10 @@ impl<E: Numeric> DynTensor<E> {
     /// assert_eq!(t.clamp_max(0).to_vec(), vec![-2, 0]);
     /// ```
     pub fn clamp_max<S: Element>(&self, max: S) -> DynTensor<E> {
+        on_cuda!([self], {
+            let p = Param::Clamp(None, Some(max.cast::<E>()));
+            or_panic(map_param("clamp_max", self, &p))
+        });
         let hi = max.cast::<C<E>>();
         or_panic(map::<E, C<E>, C<E>, E>(
             "clamp_max",
@@ -339,6 +361,12 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn clamp_min_<S: Element>(&self, min: S) -> &Self {
+        on_cuda!([self], {
+            or_panic(self.check_writable("clamp_min_"));
+            let p = Param::Clamp(Some(min.cast::<E>()), None);
+            or_panic(map_param_inplace("clamp_min_", self, &p));
+            self
+        });
         let lo = min.cast::<C<E>>();
         or_panic(map_inplace::<E, C<E>>(
             "clamp_min_",
@@ -357,6 +385,12 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn clamp_max_<S: Element>(&self, max: S) -> &Self {
+        on_cuda!([self], {
+            or_panic(self.check_writable("clamp_max_"));
+            let p = Param::Clamp(None, Some(max.cast::<E>()));
+            or_panic(map_param_inplace("clamp_max_", self, &p));
+            self
+        });
         let hi = max.cast::<C<E>>();
         or_panic(map_inplace::<E, C<E>>(
             "clamp_max_",
@@ -373,6 +407,11 @@ impl<E: Numeric> DynTensor<E> {
     /// assert!(t.try_clamp_(0.0, 0.5).is_err());
     /// ```
     pub fn try_clamp_<S: Element>(&self, min: S, max: S) -> Result<&Self> {
+        on_cuda!([self], {
+            self.check_writable("clamp_")?;
+            let p = Param::Clamp(Some(min.cast::<E>()), Some(max.cast::<E>()));
+            map_param_inplace("clamp_", self, &p).map(|()| self)
+        });
         let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
         map_inplace::<E, C<E>>("clamp_", self, move |x: C<E>| x.nmax(lo).nmin(hi))?;
         Ok(self)

@@ -24,9 +24,15 @@
 //! [`set_buffer_pool_capacity`] and the notes in the `pool` module's functions.
 //!
 //! # Backends
-//! A storage holds a `Buffer` per backend; today the CPU's `Vec<E>`. Operations dispatch on
-//! the buffer, so adding a device adds a variant here and kernels for it, and nothing above
-//! the storage changes.
+//! A storage holds a `Buffer` per backend: the CPU's `Vec<E>`, and with the `cuda` feature a
+//! device allocation. Operations dispatch on the buffer (`dispatch.rs`), so adding a device
+//! adds a variant here and kernels for it, and nothing above the storage changes. Kernels for
+//! one device only ever see buffers of that device: an operation on storages of two devices
+//! is an [`ErrorKind::Device`](crate::ErrorKind) error naming both.
+//!
+//! On a CUDA device every operation is issued to one stream while the locks above are held,
+//! so the device runs them in lock order and the rules hold there too; reading elements back
+//! to the host waits for the device.
 
 use crate::device::Device;
 use crate::dtype::Element;
@@ -39,27 +45,63 @@ pub use pool::{
     MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, set_buffer_pool_capacity,
 };
 
+mod dispatch;
+
+pub(crate) use dispatch::mixed_devices;
+
 /// The elements of a storage, on one device.
 #[derive(Debug)]
 pub(crate) enum Buffer<E> {
     /// Host memory.
     Cpu(Vec<E>),
+    /// Memory of a CUDA device.
+    #[cfg(feature = "cuda")]
+    Cuda(crate::backend::cuda::CudaBuffer),
 }
 
 impl<E: Element> Buffer<E> {
-    /// The host slice; an error naming `op` for a buffer on another device.
-    pub(crate) fn cpu(&self, _op: &'static str) -> Result<&[E]> {
+    /// The host vector; an error naming `op` for a buffer on another device.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+    pub(crate) fn cpu_vec(&self, op: &'static str) -> Result<&Vec<E>> {
         match self {
             Buffer::Cpu(v) => Ok(v),
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(b) => Err(not_on_cpu(op, b.device())),
+        }
+    }
+
+    /// The host slice; an error naming `op` for a buffer on another device.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+    pub(crate) fn cpu(&self, op: &'static str) -> Result<&[E]> {
+        match self {
+            Buffer::Cpu(v) => Ok(v),
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(b) => Err(not_on_cpu(op, b.device())),
         }
     }
 
     /// The host slice, mutably; an error naming `op` for a buffer on another device.
-    pub(crate) fn cpu_mut(&mut self, _op: &'static str) -> Result<&mut [E]> {
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+    pub(crate) fn cpu_mut(&mut self, op: &'static str) -> Result<&mut [E]> {
         match self {
             Buffer::Cpu(v) => Ok(v),
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(b) => Err(not_on_cpu(op, b.device())),
         }
     }
+}
+
+/// The error for a CPU-only operation on a tensor of another device.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn not_on_cpu(op: &'static str, device: Device) -> Error {
+    Error::new(
+        ErrorKind::Device,
+        op,
+        format!(
+            "{op} is not implemented for tensors on {device} yet; move the tensor to the CPU \
+             first with to_device(Device::Cpu)"
+        ),
+    )
 }
 
 struct Shared<E> {
@@ -77,6 +119,9 @@ impl<E> Drop for Shared<E> {
             .unwrap_or_else(PoisonError::into_inner)
         {
             Buffer::Cpu(v) => pool::give(std::mem::take(v)),
+            // A device allocation frees itself (see `backend::cuda::storage`).
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(_) => {}
         }
     }
 }
@@ -114,12 +159,17 @@ impl<E: Element> Storage<E> {
     /// assert_eq!(s.len(), 3);
     /// ```
     pub fn from_vec(data: Vec<E>) -> Self {
-        let len = data.len();
+        Storage::from_buffer(Buffer::Cpu(data))
+    }
+
+    /// A storage owning `buffer`.
+    pub(crate) fn from_buffer(buffer: Buffer<E>) -> Self {
+        let (len, device) = (buffer.len(), buffer.device());
         Storage {
             shared: Arc::new(Shared {
-                buffer: RwLock::new(Buffer::Cpu(data)),
+                buffer: RwLock::new(buffer),
                 len,
-                device: Device::Cpu,
+                device,
             }),
         }
     }
@@ -160,8 +210,7 @@ impl<E: Element> Storage<E> {
     /// ```
     pub fn get(&self, index: usize) -> Result<E> {
         self.check_index("Storage::get", index)?;
-        let guard = self.read();
-        Ok(guard.cpu("Storage::get")?[index])
+        self.read().get("Storage::get", index)
     }
 
     /// Overwrites the element at storage position `index`; every view sees the change.
@@ -173,16 +222,29 @@ impl<E: Element> Storage<E> {
     /// ```
     pub fn set(&self, index: usize, value: E) -> Result<()> {
         self.check_index("Storage::set", index)?;
-        let mut guard = self.write();
-        guard.cpu_mut("Storage::set")?[index] = value;
-        Ok(())
+        self.write().set("Storage::set", index, value)
     }
 
-    /// A copy of all elements, in storage order.
+    /// A copy of all elements, in storage order (copied from the device for a CUDA storage).
+    /// Panics where [`Storage::try_to_vec`] fails.
+    ///
+    /// ```
+    /// let s = namedtensor::Storage::from_vec(vec![1u8, 2]);
+    /// assert_eq!(s.to_vec(), vec![1, 2]);
+    /// ```
+    #[track_caller]
     pub fn to_vec(&self) -> Vec<E> {
-        match &*self.read() {
-            Buffer::Cpu(v) => v.clone(),
-        }
+        crate::tensor::or_panic(self.try_to_vec())
+    }
+
+    /// [`Storage::to_vec`], or an error if the device fails.
+    ///
+    /// ```
+    /// let s = namedtensor::Storage::from_vec(vec![1i64, 2]);
+    /// assert_eq!(s.try_to_vec().unwrap(), vec![1, 2]);
+    /// ```
+    pub fn try_to_vec(&self) -> Result<Vec<E>> {
+        self.read().to_vec("Storage::to_vec")
     }
 
     fn check_index(&self, op: &'static str, index: usize) -> Result<()> {
@@ -233,7 +295,7 @@ pub(crate) fn with_read2<A: Element, B: Element, R>(
 ) -> Result<R> {
     if a.lock_order() == b.lock_order() {
         let guard = a.read();
-        let Buffer::Cpu(vec) = &*guard;
+        let vec = guard.cpu_vec(op)?;
         // One allocation holds one element type, so `A` is `B` here and the downcast succeeds.
         let same = (vec as &dyn std::any::Any)
             .downcast_ref::<Vec<B>>()
@@ -280,18 +342,15 @@ pub(crate) fn with_read3<A: Element, B: Element, C: Element, R>(
     // succeed exactly when two operands share a storage.
     let mut held: Vec<(usize, &dyn std::any::Any)> = Vec::with_capacity(3);
     if let Some(g) = &ga {
-        g.cpu(op)?;
-        let Buffer::Cpu(v) = &**g;
+        let v = g.cpu_vec(op)?;
         held.push((keys[0], v));
     }
     if let Some(g) = &gb {
-        g.cpu(op)?;
-        let Buffer::Cpu(v) = &**g;
+        let v = g.cpu_vec(op)?;
         held.push((keys[1], v));
     }
     if let Some(g) = &gc {
-        g.cpu(op)?;
-        let Buffer::Cpu(v) = &**g;
+        let v = g.cpu_vec(op)?;
         held.push((keys[2], v));
     }
     let find = |k: usize| {
@@ -320,6 +379,16 @@ pub(crate) fn with_write_read<A: Element, B: Element, R>(
     src: &Storage<B>,
     f: impl FnOnce(&mut [A], &[B]) -> R,
 ) -> Result<R> {
+    with_write_read_buffers(dst, src, |d, s| Ok(f(d.cpu_mut(op)?, s.cpu(op)?)))
+}
+
+/// [`with_write_read`] on the buffers of any device: `f` gets the destination's and the
+/// source's [`Buffer`].
+pub(crate) fn with_write_read_buffers<A: Element, B: Element, R>(
+    dst: &Storage<A>,
+    src: &Storage<B>,
+    f: impl FnOnce(&mut Buffer<A>, &Buffer<B>) -> Result<R>,
+) -> Result<R> {
     assert_ne!(
         dst.lock_order(),
         src.lock_order(),
@@ -333,7 +402,7 @@ pub(crate) fn with_write_read<A: Element, B: Element, R>(
         gs = src.read();
         gd = dst.write();
     }
-    Ok(f(gd.cpu_mut(op)?, gs.cpu(op)?))
+    f(&mut gd, &gs)
 }
 
 /// Runs `f` with a shared view of every storage in `storages` (in the same order; a storage
@@ -359,4 +428,87 @@ pub(crate) fn with_read_all<E: Element, R>(
         })
         .collect::<Result<Vec<&[E]>>>()?;
     Ok(f(&slices))
+}
+
+/// A storage of any element type, seen by device code, whose buffers are untyped.
+#[cfg(feature = "cuda")]
+pub(crate) trait AnyStorage {
+    /// See [`Storage::lock_order`].
+    fn order(&self) -> usize;
+    /// See [`Storage::device`].
+    fn on(&self) -> Device;
+    /// Takes the shared lock; the guard hands out the CUDA buffer.
+    fn read_cuda(&self) -> Box<dyn CudaGuard + '_>;
+}
+
+/// A held shared lock on a storage, for device code.
+#[cfg(feature = "cuda")]
+pub(crate) trait CudaGuard {
+    /// The CUDA buffer behind the lock; an error naming `op` for a host buffer.
+    fn buffer(&self, op: &'static str) -> Result<&crate::backend::cuda::CudaBuffer>;
+}
+
+#[cfg(feature = "cuda")]
+impl<E: Element> CudaGuard for RwLockReadGuard<'_, Buffer<E>> {
+    fn buffer(&self, op: &'static str) -> Result<&crate::backend::cuda::CudaBuffer> {
+        match &**self {
+            Buffer::Cuda(b) => Ok(b),
+            Buffer::Cpu(_) => Err(Error::new(
+                ErrorKind::Device,
+                op,
+                "expected a tensor on a CUDA device, found one on cpu",
+            )),
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl<E: Element> AnyStorage for Storage<E> {
+    fn order(&self) -> usize {
+        self.lock_order()
+    }
+    fn on(&self) -> Device {
+        self.device()
+    }
+    fn read_cuda(&self) -> Box<dyn CudaGuard + '_> {
+        Box::new(self.read())
+    }
+}
+
+/// Runs `f` with the CUDA buffers of `storages` (in the same order; a storage given several
+/// times is locked once and handed out several times), holding each one's shared lock, taken
+/// in the global order, for the whole call. Storages on different devices are an
+/// [`ErrorKind::Device`] error naming both, before any lock is taken.
+///
+/// Device code queues its kernels on the device's one stream inside `f`, so the stream runs
+/// operations in the order their locks were granted and the aliasing rules above hold on the
+/// device as on the host.
+#[cfg(feature = "cuda")]
+pub(crate) fn with_cuda_read<R>(
+    op: &'static str,
+    storages: &[&dyn AnyStorage],
+    f: impl FnOnce(&[&crate::backend::cuda::CudaBuffer]) -> Result<R>,
+) -> Result<R> {
+    if let Some(first) = storages.first() {
+        for s in storages {
+            if s.on() != first.on() {
+                return Err(mixed_devices(op, first.on(), s.on()));
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..storages.len()).collect();
+    order.sort_by_key(|&i| storages[i].order());
+    order.dedup_by_key(|i| storages[*i].order());
+    let guards: Vec<(usize, Box<dyn CudaGuard + '_>)> = order
+        .iter()
+        .map(|&i| (storages[i].order(), storages[i].read_cuda()))
+        .collect();
+    let buffers = storages
+        .iter()
+        .map(|s| {
+            let at = guards.partition_point(|(key, _)| *key < s.order());
+            guards[at].1.buffer(op)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    f(&buffers)
 }

@@ -1,9 +1,11 @@
 //! Creation: constants, ranges, identity matrices and tensors from data.
 
 use super::{DynTensor, or_panic};
+use crate::device::Device;
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::checked_numel;
+use crate::storage::Buffer;
 
 fn numel_of(op: &'static str, shape: &[usize]) -> Result<usize> {
     checked_numel(shape)
@@ -33,6 +35,50 @@ impl<E: Element> DynTensor<E> {
             }
         });
         DynTensor::from_contiguous_vec(data, shape)
+    }
+
+    /// A tensor of `shape` filled with `value`, created on `device` (no host copy for a CUDA
+    /// device). Fails if the element count overflows or the device is unavailable.
+    ///
+    /// The other creation functions build CPU tensors; move them with
+    /// [`DynTensor::to_device`].
+    ///
+    /// ```
+    /// use namedtensor::{Device, DynTensor};
+    /// let t = DynTensor::full_on(&[2, 3], 1.5f32, Device::Cpu).unwrap();
+    /// assert_eq!(t.to_vec(), vec![1.5; 6]);
+    /// if namedtensor::cuda_is_available() {
+    ///     let g = DynTensor::full_on(&[2, 3], 7i64, Device::Cuda(0)).unwrap();
+    ///     assert_eq!(g.to_vec(), vec![7; 6]);
+    /// }
+    /// ```
+    pub fn full_on(shape: &[usize], value: E, device: Device) -> Result<Self> {
+        let n = numel_of("full_on", shape)?;
+        let buffer = Buffer::full("full_on", n, value, device)?;
+        DynTensor::from_contiguous_buffer(buffer, shape)
+    }
+
+    /// Zeros (`false` for bool) of `shape` on `device`; see [`DynTensor::full_on`].
+    ///
+    /// ```
+    /// use namedtensor::{Device, DynTensor};
+    /// let z = DynTensor::<f64>::zeros_on(&[4], Device::Cpu).unwrap();
+    /// assert_eq!(z.to_vec(), vec![0.0; 4]);
+    /// ```
+    pub fn zeros_on(shape: &[usize], device: Device) -> Result<Self> {
+        Self::full_on(shape, E::ZERO, device)
+    }
+
+    /// Ones (`true` for bool) of `shape` on `device`; see [`DynTensor::full_on`].
+    ///
+    /// ```
+    /// use namedtensor::{Device, DynTensor};
+    /// let device = if namedtensor::cuda_is_available() { Device::Cuda(0) } else { Device::Cpu };
+    /// let o = DynTensor::<i32>::ones_on(&[2, 2], device).unwrap();
+    /// assert_eq!((o.device(), o.to_vec()), (device, vec![1; 4]));
+    /// ```
+    pub fn ones_on(shape: &[usize], device: Device) -> Result<Self> {
+        Self::full_on(shape, E::ONE, device)
     }
 
     /// A tensor of zeros (`false` for bool).

@@ -235,10 +235,20 @@ impl<E: Element> fmt::Display for DynTensor<E> {
                 suffixes.push(format!("size={tuple}"));
             }
         } else {
-            let printed = Printed::of(self);
-            let f = Formatter::new(&printed.values);
-            let mut next = 0;
-            printed.write(&mut s, &f, 0, indent, &mut next);
+            // Elements on a device are printed from a host copy.
+            let host = match self.device() {
+                Device::Cpu => Ok(self.shallow_clone()),
+                _ => self.to_device(Device::Cpu),
+            };
+            match host {
+                Ok(host) => {
+                    let printed = Printed::of(&host);
+                    let f = Formatter::new(&printed.values);
+                    let mut next = 0;
+                    printed.write(&mut s, &f, 0, indent, &mut next);
+                }
+                Err(e) => s.push_str(&format!("<elements unreadable: {e}>")),
+            }
         }
         if let Device::Cuda(i) = self.device() {
             suffixes.push(format!("device='cuda:{i}'"));

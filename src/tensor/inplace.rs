@@ -6,9 +6,10 @@
 //! (stride 0 after `expand`) cannot be written to.
 
 use super::{DynTensor, or_panic};
+use crate::device::same_device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::storage::with_write_read;
+use crate::storage::with_write_read_buffers;
 
 impl<E: Element> DynTensor<E> {
     /// Fails with [`ErrorKind::OverlappingWrite`] if several indices share one element.
@@ -43,8 +44,7 @@ impl<E: Element> DynTensor<E> {
     /// [`DynTensor::get`], or an error for a wrong number of indices or one out of range.
     pub fn try_get(&self, index: &[usize]) -> Result<E> {
         let pos = self.layout.storage_index(index)?;
-        let guard = self.storage.read();
-        Ok(guard.cpu("get")?[pos])
+        self.storage.read().get("get", pos)
     }
 
     /// Overwrites the element at `index`; every view of the storage sees it.
@@ -63,9 +63,7 @@ impl<E: Element> DynTensor<E> {
     /// [`DynTensor::set`], or an error for a wrong number of indices or one out of range.
     pub fn try_set(&self, index: &[usize], value: E) -> Result<()> {
         let pos = self.layout.storage_index(index)?;
-        let mut guard = self.storage.write();
-        guard.cpu_mut("set")?[pos] = value;
-        Ok(())
+        self.storage.write().set("set", pos, value)
     }
 
     /// The value of a one-element tensor (of any rank). Panics where [`DynTensor::try_item`]
@@ -94,8 +92,7 @@ impl<E: Element> DynTensor<E> {
             ));
         }
         let pos = self.storage_offset();
-        let guard = self.storage.read();
-        Ok(guard.cpu("item")?[pos])
+        self.storage.read().get("item", pos)
     }
 
     /// Writes `value` into every element of this view. Panics where [`DynTensor::try_fill_`]
@@ -114,8 +111,7 @@ impl<E: Element> DynTensor<E> {
     /// [`DynTensor::fill_`], or an error for an expanded (stride-0) view.
     pub fn try_fill_(&self, value: E) -> Result<&Self> {
         self.check_writable("fill_")?;
-        let mut guard = self.storage.write();
-        crate::backend::cpu::fill_strided(guard.cpu_mut("fill_")?, &self.layout, value);
+        self.storage.write().fill("fill_", &self.layout, value)?;
         Ok(self)
     }
 
@@ -151,9 +147,10 @@ impl<E: Element> DynTensor<E> {
         or_panic(self.try_copy_(src))
     }
 
-    /// [`DynTensor::copy_`], or an error if `src` does not broadcast to this shape or this
-    /// view is expanded. On error nothing is written.
+    /// [`DynTensor::copy_`], or an error if `src` does not broadcast to this shape, this view
+    /// is expanded, or the two tensors are on different devices. On error nothing is written.
     pub fn try_copy_<F: Element>(&self, src: &DynTensor<F>) -> Result<&Self> {
+        same_device("copy_", self.device(), src.device())?;
         self.check_writable("copy_")?;
         let target: Vec<isize> = self.shape().iter().map(|&s| s as isize).collect();
         let src = src.try_expand(&target).map_err(|_| {
@@ -170,11 +167,9 @@ impl<E: Element> DynTensor<E> {
         // A source on the destination's storage is read completely before anything is
         // written, by copying it to a storage of its own first.
         let same = src.storage.lock_order() == self.storage.lock_order();
-        let src = if same { src.clone() } else { src };
-        with_write_read("copy_", &self.storage, &src.storage, |dst, s| {
-            crate::backend::cpu::copy_strided(dst, &self.layout, s, &src.layout, |x: F| {
-                x.cast::<E>()
-            })
+        let src = if same { src.deep_copy("copy_")? } else { src };
+        with_write_read_buffers(&self.storage, &src.storage, |dst, s| {
+            dst.copy_from("copy_", &self.layout, s, &src.layout)
         })?;
         Ok(self)
     }

@@ -24,7 +24,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::layout::Layout;
-use crate::storage::Storage;
+use crate::storage::{Buffer, Storage};
 
 /// A strided view of a shared storage, with a run-time number of dims.
 ///
@@ -78,6 +78,22 @@ impl<E: Element> DynTensor<E> {
             storage: Storage::from_vec(data),
             layout,
         })
+    }
+
+    /// A tensor over a fresh storage holding `buffer`, contiguous from offset 0 in `sizes`.
+    pub(crate) fn from_contiguous_buffer(buffer: Buffer<E>, sizes: &[usize]) -> Result<Self> {
+        let layout = Layout::contiguous(sizes)?;
+        debug_assert_eq!(buffer.len(), layout.numel());
+        Ok(DynTensor {
+            storage: Storage::from_buffer(buffer),
+            layout,
+        })
+    }
+
+    /// A copy of the viewed elements in a new contiguous storage on the same device.
+    pub(crate) fn deep_copy(&self, op: &'static str) -> Result<Self> {
+        let buffer = self.storage.read().gather(op, &self.layout)?;
+        DynTensor::from_contiguous_buffer(buffer, self.shape())
     }
 
     /// A tensor on the same storage with another layout (checked against the storage; an
@@ -215,16 +231,76 @@ impl<E: Element> DynTensor<E> {
         self.storage.same_storage(&other.storage)
     }
 
-    /// The elements in row-major order of the shape.
+    /// The elements in row-major order of the shape (copied to the host from a device).
+    /// Panics where [`DynTensor::try_to_vec`] fails.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![1, 2, 3, 4, 5, 6], &[2, 3]);
     /// assert_eq!(t.t().to_vec(), vec![1, 4, 2, 5, 3, 6]);
     /// ```
+    #[track_caller]
     pub fn to_vec(&self) -> Vec<E> {
-        let guard = self.storage.read();
-        let src = or_panic(guard.cpu("to_vec"));
-        crate::backend::cpu::gather_to_vec(src, &self.layout)
+        or_panic(self.try_to_vec())
+    }
+
+    /// [`DynTensor::to_vec`], or an error if the device fails.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<u8>::ones(&[2]);
+    /// assert_eq!(t.try_to_vec().unwrap(), vec![1, 1]);
+    /// ```
+    pub fn try_to_vec(&self) -> Result<Vec<E>> {
+        self.storage.read().gather_to_vec("to_vec", &self.layout)
+    }
+
+    /// A copy of this tensor on `device`, contiguous; this tensor itself (another handle to
+    /// its storage, no copy) if it is already there, as PyTorch's `to(device)`. Between two
+    /// CUDA devices the elements go through the host.
+    ///
+    /// Fails with [`ErrorKind::Device`](crate::ErrorKind) if the device is unavailable (see
+    /// [`Device::check_available`]) or fails.
+    ///
+    /// ```
+    /// use namedtensor::{Device, DynTensor};
+    /// let t = DynTensor::<f32>::arange(0.0, 6.0, 1.0).view(&[2, 3]);
+    /// if namedtensor::cuda_is_available() {
+    ///     let g = t.t().to_device(Device::Cuda(0)).unwrap(); // [3, 2], contiguous on the GPU
+    ///     assert_eq!(g.device(), Device::Cuda(0));
+    ///     assert_eq!(g.to_device(Device::Cpu).unwrap().to_vec(), t.t().to_vec());
+    /// } else {
+    ///     assert!(t.to_device(Device::Cuda(0)).is_err());
+    /// }
+    /// ```
+    pub fn to_device(&self, device: Device) -> Result<DynTensor<E>> {
+        if device == self.device() {
+            return Ok(self.shallow_clone());
+        }
+        let buffer = self
+            .storage
+            .read()
+            .to_device("to_device", &self.layout, device)?;
+        DynTensor::from_contiguous_buffer(buffer, self.shape())
+    }
+
+    /// [`DynTensor::to_device`] with `Device::Cuda(ordinal)`.
+    ///
+    /// ```no_run
+    /// let g = namedtensor::DynTensor::<f32>::ones(&[3]).cuda(0)?;
+    /// assert_eq!(g.device(), namedtensor::Device::Cuda(0));
+    /// # Ok::<(), namedtensor::Error>(())
+    /// ```
+    pub fn cuda(&self, ordinal: usize) -> Result<DynTensor<E>> {
+        self.to_device(Device::Cuda(ordinal))
+    }
+
+    /// [`DynTensor::to_device`] with `Device::Cpu`.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::ones(&[3]);
+    /// assert!(t.cpu().unwrap().shares_storage(&t)); // already there: no copy
+    /// ```
+    pub fn cpu(&self) -> Result<DynTensor<E>> {
+        self.to_device(Device::Cpu)
     }
 }
 
@@ -249,9 +325,9 @@ pub(crate) fn check_fits(op: &'static str, layout: &Layout, len: usize) -> Resul
 }
 
 impl<E: Element> Clone for DynTensor<E> {
-    /// A copy of the elements in a new contiguous storage (PyTorch's `clone()`).
+    /// A copy of the elements in a new contiguous storage on the same device (PyTorch's
+    /// `clone()`). Panics if the device fails.
     fn clone(&self) -> Self {
-        let data = self.to_vec();
-        or_panic(DynTensor::from_contiguous_vec(data, self.shape()))
+        or_panic(self.deep_copy("clone"))
     }
 }

@@ -338,10 +338,6 @@ impl<E: Element> DynTensor<E> {
         if self.is_contiguous() {
             return Ok(self.shallow_clone());
         }
-        let data = {
-            let guard = self.storage.read();
-            crate::backend::cpu::gather_to_vec(guard.cpu("contiguous")?, &self.layout)
-        };
-        DynTensor::from_contiguous_vec(data, self.shape())
+        self.deep_copy("contiguous")
     }
 }

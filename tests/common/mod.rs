@@ -195,3 +195,6 @@ pub fn assert_close_all(got: &[f64], want: &[f64], rtol: f64, atol: f64, what: &
 pub mod views;
 #[allow(unused_imports)] // each test file uses a part
 pub use views::*;
+
+#[macro_use]
+pub mod devices;

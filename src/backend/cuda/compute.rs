@@ -1,0 +1,274 @@
+//! The compute operations on CUDA buffers, for the positional tensor's compute methods:
+//! elementwise unary ([`unary`]), broadcast binary ([`binary`]), comparisons ([`compare`]),
+//! reductions over one dim ([`reduce`]) and softmax ([`softmax`]); matrix products are in
+//! `blas.rs`.
+//!
+//! Every function takes buffers plus [`Layout`]s (any strides and offset) and returns a new
+//! contiguous buffer on the same device, row-major in the output shape. Operand checks that
+//! belong to the tensor API (broadcasting shapes, normalising dims, promoting dtypes) are the
+//! caller's; what is checked here is what would otherwise make a kernel misbehave.
+
+use super::copy::{cast, same_device};
+use super::error::driver;
+use super::kernels::{BinaryOp, CompareOp, Kernel, ReduceOp, UnaryOp};
+use super::launch::{elementwise_config, kernel_layouts, rows_config};
+use super::storage::CudaBuffer;
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::Layout;
+use cudarc::driver::PushKernelArg;
+
+fn unsupported(op: &'static str, what: &str, dtype: DType) -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        op,
+        format!("{what} is not defined for {dtype} tensors"),
+    )
+}
+
+/// `op` applied to every element of `layout` over `src`.
+///
+/// Integer types support neg, abs, relu, square and sign (wrapping); every operation
+/// supports f16, bf16 (computed in f32), f32 and f64.
+pub(crate) fn unary(
+    op: &'static str,
+    uop: UnaryOp,
+    src: &CudaBuffer,
+    layout: &Layout,
+) -> Result<CudaBuffer> {
+    if !uop.supports(src.dtype()) {
+        return Err(unsupported(op, uop.name(), src.dtype()));
+    }
+    let dev = src.cuda_device();
+    let n = layout.numel();
+    let mut out = CudaBuffer::alloc(op, dev, src.dtype(), n)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let kernel = Kernel::unary(uop, src.dtype());
+    let f = dev.function(op, &kernel)?;
+    let [l] = kernel_layouts(op, layout.sizes(), [layout.strides()], [layout.offset()])?;
+    let n64 = n as u64;
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut()).arg(src.slice()).arg(&l).arg(&n64);
+    // SAFETY: matches `nt_unary_OP_T(T* out, const T* in, NtLayout, u64 n)`; `out` holds n.
+    unsafe { args.launch(elementwise_config(n)) }
+        .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
+/// Checks the operands of an elementwise binary kernel: one device, one dtype, one shape.
+fn check_pair(
+    op: &'static str,
+    a: &CudaBuffer,
+    la: &Layout,
+    b: &CudaBuffer,
+    lb: &Layout,
+) -> Result<()> {
+    same_device(op, a, b)?;
+    if a.dtype() != b.dtype() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "operands of {} and {} (convert one first)",
+                a.dtype(),
+                b.dtype()
+            ),
+        ));
+    }
+    if la.sizes() != lb.sizes() {
+        return Err(Error::new(
+            ErrorKind::ShapeMismatch,
+            op,
+            format!(
+                "operand layouts must have the output's shape (broadcast with expand first): \
+                 {:?} and {:?}",
+                la.sizes(),
+                lb.sizes()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Launches a `(out, a, la, b, lb, n)` kernel producing `out_dtype`.
+fn launch_pair(
+    op: &'static str,
+    kernel: Kernel,
+    out_dtype: DType,
+    a: &CudaBuffer,
+    la: &Layout,
+    b: &CudaBuffer,
+    lb: &Layout,
+) -> Result<CudaBuffer> {
+    let dev = a.cuda_device();
+    let n = la.numel();
+    let mut out = CudaBuffer::alloc(op, dev, out_dtype, n)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let f = dev.function(op, &kernel)?;
+    let [ka, kb] = kernel_layouts(
+        op,
+        la.sizes(),
+        [la.strides(), lb.strides()],
+        [la.offset(), lb.offset()],
+    )?;
+    let n64 = n as u64;
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(a.slice())
+        .arg(&ka)
+        .arg(b.slice())
+        .arg(&kb)
+        .arg(&n64);
+    // SAFETY: matches `nt_binary_OP_T` / `nt_compare_OP_T`
+    // `(Out* out, const T* a, NtLayout, const T* b, NtLayout, u64 n)`; `out` holds n.
+    unsafe { args.launch(elementwise_config(n)) }
+        .map_err(|e| driver(op, a.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
+/// `a op b` elementwise. `la` and `lb` must both have the output's sizes (a broadcast dim has
+/// stride 0, as `Layout::expand` makes it) and the buffers one dtype and device.
+pub(crate) fn binary(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &CudaBuffer,
+    la: &Layout,
+    b: &CudaBuffer,
+    lb: &Layout,
+) -> Result<CudaBuffer> {
+    check_pair(op, a, la, b, lb)?;
+    if !bop.supports(a.dtype()) {
+        return Err(unsupported(op, bop.name(), a.dtype()));
+    }
+    launch_pair(op, Kernel::binary(bop, a.dtype()), a.dtype(), a, la, b, lb)
+}
+
+/// `a op b` elementwise with a `bool` result; operands as for [`binary`].
+pub(crate) fn compare(
+    op: &'static str,
+    cop: CompareOp,
+    a: &CudaBuffer,
+    la: &Layout,
+    b: &CudaBuffer,
+    lb: &Layout,
+) -> Result<CudaBuffer> {
+    check_pair(op, a, la, b, lb)?;
+    launch_pair(
+        op,
+        Kernel::compare(cop, a.dtype()),
+        DType::Bool,
+        a,
+        la,
+        b,
+        lb,
+    )
+}
+
+/// Reduces `layout` over `src` along `dim` (`< rank`): the result has the shape without
+/// `dim`, in row-major order, of dtype [`ReduceOp::out_dtype`].
+///
+/// One block per output element; f16/bf16 accumulate in f32. An empty `dim` gives sum 0,
+/// prod 1, mean NaN, and is an error for max/min/argmax/argmin.
+pub(crate) fn reduce(
+    op: &'static str,
+    rop: ReduceOp,
+    src: &CudaBuffer,
+    layout: &Layout,
+    dim: usize,
+) -> Result<CudaBuffer> {
+    if !rop.supports(src.dtype()) {
+        return Err(unsupported(op, rop.name(), src.dtype()));
+    }
+    if dim >= layout.rank() {
+        return Err(Error::dim_out_of_range(op, dim as isize, layout.rank()));
+    }
+    let (rlen, rstride) = (layout.sizes()[dim], layout.strides()[dim]);
+    let mut outer_sizes = layout.sizes().to_vec();
+    let mut outer_strides = layout.strides().to_vec();
+    outer_sizes.remove(dim);
+    outer_strides.remove(dim);
+    let rows: usize = outer_sizes.iter().product();
+    if rlen == 0 && rows > 0 && !rop.allows_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "{} of an empty dim {dim} (shape {:?}) has no value",
+                rop.name(),
+                layout.sizes()
+            ),
+        ));
+    }
+    let dev = src.cuda_device();
+    let mut out = CudaBuffer::alloc(op, dev, rop.out_dtype(src.dtype()), rows)?;
+    if rows == 0 {
+        return Ok(out);
+    }
+    let kernel = Kernel::reduce(rop, src.dtype());
+    let f = dev.function(op, &kernel)?;
+    let [outer] = kernel_layouts(op, &outer_sizes, [&outer_strides], [layout.offset()])?;
+    let (rows64, rlen64, rstride64) = (rows as u64, rlen as u64, rstride as u64);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(src.slice())
+        .arg(&outer)
+        .arg(&rows64)
+        .arg(&rlen64)
+        .arg(&rstride64);
+    // SAFETY: matches `nt_reduce_OP_T(Out*, const T*, NtLayout outer, u64 rows, u64 rlen,
+    // u64 rstride)`, launched with NT_REDUCE_THREADS threads; every position lies in the
+    // layout, which fits `src`; `out` holds `rows` elements.
+    unsafe { args.launch(rows_config(rows)) }
+        .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
+/// Softmax (or log-softmax with `log`) of `layout` over `src` along its last dim, for float
+/// dtypes (f16/bf16 computed in f32). A non-contiguous input is gathered first.
+pub(crate) fn softmax(
+    op: &'static str,
+    src: &CudaBuffer,
+    layout: &Layout,
+    log: bool,
+) -> Result<CudaBuffer> {
+    if !src.dtype().is_float() {
+        return Err(unsupported(op, "softmax", src.dtype()));
+    }
+    let Some(&cols) = layout.sizes().last() else {
+        return Err(Error::dim_out_of_range(op, -1, 0));
+    };
+    let dev = src.cuda_device();
+    let n = layout.numel();
+    if n == 0 {
+        return CudaBuffer::alloc(op, dev, src.dtype(), 0);
+    }
+    let rows = n / cols;
+    let packed;
+    let (input, offset) = if layout.is_contiguous() {
+        (src, layout.offset())
+    } else {
+        packed = cast(op, src, layout, src.dtype())?;
+        (&packed, 0)
+    };
+    let mut out = CudaBuffer::alloc(op, dev, src.dtype(), n)?;
+    let kernel = Kernel::softmax(src.dtype());
+    let f = dev.function(op, &kernel)?;
+    let (offset64, rows64, cols64, log32) = (offset as u64, rows as u64, cols as u64, log as i32);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(input.slice())
+        .arg(&offset64)
+        .arg(&rows64)
+        .arg(&cols64)
+        .arg(&log32);
+    // SAFETY: matches `nt_softmax_T(T* out, const T* in, u64 offset, u64 rows, u64 cols,
+    // int log)` with NT_REDUCE_THREADS threads; the input rows are contiguous from `offset`
+    // within the buffer, and `out` holds rows * cols elements.
+    unsafe { args.launch(rows_config(rows)) }
+        .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}

@@ -1,0 +1,139 @@
+//! Turning driver, NVRTC and cuBLAS status codes into the library's [`Error`]
+//! ([`ErrorKind::Device`]). The codes are named from their enum (no call into a CUDA library,
+//! which may be the very thing that is missing).
+
+use crate::device::Device;
+use crate::error::{Error, ErrorKind};
+use cudarc::cublas::result::CublasError;
+use cudarc::driver::DriverError;
+use cudarc::driver::sys::CUresult;
+use cudarc::nvrtc::result::NvrtcError;
+
+/// A [`ErrorKind::Device`] error.
+pub(crate) fn device_error(op: &'static str, message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Device, op, message)
+}
+
+/// A driver failure while doing `what` on `device`; out-of-memory is said in plain words.
+pub(crate) fn driver(op: &'static str, device: Device, what: &str, e: DriverError) -> Error {
+    match e.0 {
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            device_error(op, format!("out of device memory on {device} while {what}"))
+        }
+        CUresult::CUDA_ERROR_NO_DEVICE => device_error(
+            op,
+            format!("no CUDA device found while {what} (CUDA_ERROR_NO_DEVICE)"),
+        ),
+        CUresult::CUDA_ERROR_INVALID_DEVICE => device_error(
+            op,
+            format!("{device} is not a valid CUDA device (CUDA_ERROR_INVALID_DEVICE)"),
+        ),
+        CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => device_error(
+            op,
+            format!(
+                "{what} on {device} failed: the driver is older than the NVRTC library that \
+                 compiled the kernel (CUDA_ERROR_UNSUPPORTED_PTX_VERSION); update the driver or \
+                 use an NVRTC no newer than it"
+            ),
+        ),
+        code => device_error(op, format!("{what} on {device} failed ({code:?})")),
+    }
+}
+
+/// An NVRTC failure while doing `what`.
+pub(crate) fn nvrtc(op: &'static str, what: &str, e: NvrtcError) -> Error {
+    device_error(op, format!("NVRTC failed while {what} ({:?})", e.0))
+}
+
+/// A cuBLAS failure while doing `what` on `device`.
+pub(crate) fn cublas(op: &'static str, device: Device, what: &str, e: CublasError) -> Error {
+    use cudarc::cublas::sys::cublasStatus_t;
+    match e.0 {
+        cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED => device_error(
+            op,
+            format!("out of device memory on {device} while {what} (cuBLAS)"),
+        ),
+        code => device_error(
+            op,
+            format!("cuBLAS failed while {what} on {device} ({code:?})"),
+        ),
+    }
+}
+
+/// The message of a caught panic (cudarc panics when a library or symbol is missing).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarc::nvrtc::sys::nvrtcResult;
+
+    #[test]
+    fn driver_errors_are_device_errors_in_plain_words() {
+        let e = driver(
+            "to_device",
+            Device::Cuda(1),
+            "allocating 4096 bytes",
+            DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+        );
+        assert_eq!(e.kind(), ErrorKind::Device);
+        assert_eq!(
+            e.to_string(),
+            "to_device: out of device memory on cuda:1 while allocating 4096 bytes"
+        );
+        let e = driver(
+            "fill_",
+            Device::Cuda(0),
+            "launching nt_fill_f32",
+            DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED),
+        );
+        assert_eq!(
+            e.message(),
+            "launching nt_fill_f32 on cuda:0 failed (CUDA_ERROR_LAUNCH_FAILED)"
+        );
+        let e = driver(
+            "cuda",
+            Device::Cuda(0),
+            "initialising the driver",
+            DriverError(CUresult::CUDA_ERROR_NO_DEVICE),
+        );
+        assert!(e.message().starts_with("no CUDA device found"), "{e}");
+    }
+
+    #[test]
+    fn nvrtc_and_cublas_errors_name_the_code() {
+        let e = nvrtc(
+            "contiguous",
+            "creating a program",
+            NvrtcError(nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY),
+        );
+        assert_eq!(e.kind(), ErrorKind::Device);
+        assert!(e.message().contains("NVRTC_ERROR_OUT_OF_MEMORY"), "{e}");
+        let e = cublas(
+            "matmul",
+            Device::Cuda(0),
+            "running gemm",
+            CublasError(cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED),
+        );
+        assert!(
+            e.message().starts_with("out of device memory on cuda:0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn panic_messages_are_recovered() {
+        let p = std::panic::catch_unwind(|| panic!("Unable to load {}", "libcuda")).unwrap_err();
+        assert_eq!(panic_message(&*p), "Unable to load libcuda");
+        let p = std::panic::catch_unwind(|| panic!("static")).unwrap_err();
+        assert_eq!(panic_message(&*p), "static");
+    }
+}

@@ -1,0 +1,462 @@
+//! The CUDA C sources (`kernels/*.cu`, embedded with `include_str!`) and the kernels they
+//! define.
+//!
+//! Each source file defines templates and an instantiation macro per kernel family
+//! (`NT_COPY(S, D)`, `NT_UNARY(op, T)`, …). A [`Kernel`] names one instantiation: the program
+//! NVRTC compiles for it is the shared header, the file, and that one macro line, so only the
+//! kernels a program uses are ever compiled. The element types are spelled by
+//! [`type_name`] on both sides (`f32`, `bf16`, `bool`, …).
+
+use crate::dtype::DType;
+
+/// Definitions shared by every kernel file: element types, conversions, layouts.
+pub(crate) const COMMON: &str = include_str!("kernels/common.cuh");
+
+/// A kernel source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Source {
+    /// Strided copy with cast (also gathers into a contiguous buffer), fill.
+    Copy,
+    /// Elementwise unary operations.
+    Unary,
+    /// Elementwise binary operations and comparisons.
+    Binary,
+    /// Reductions over one dim.
+    Reduce,
+    /// Softmax and log-softmax over contiguous rows.
+    Softmax,
+}
+
+impl Source {
+    /// Every source file.
+    #[cfg_attr(not(test), allow(dead_code))] // the compile-everything test walks them
+    pub(crate) const ALL: [Source; 5] = [
+        Source::Copy,
+        Source::Unary,
+        Source::Binary,
+        Source::Reduce,
+        Source::Softmax,
+    ];
+
+    /// The file's CUDA C text.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Source::Copy => include_str!("kernels/copy.cu"),
+            Source::Unary => include_str!("kernels/unary.cu"),
+            Source::Binary => include_str!("kernels/binary.cu"),
+            Source::Reduce => include_str!("kernels/reduce.cu"),
+            Source::Softmax => include_str!("kernels/softmax.cu"),
+        }
+    }
+
+    /// The file name, used as NVRTC's program name (it appears in compile logs).
+    pub(crate) fn file_name(self) -> &'static str {
+        match self {
+            Source::Copy => "copy.cu",
+            Source::Unary => "unary.cu",
+            Source::Binary => "binary.cu",
+            Source::Reduce => "reduce.cu",
+            Source::Softmax => "softmax.cu",
+        }
+    }
+}
+
+/// The kernels' spelling of an element type.
+pub(crate) fn type_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "bool",
+        DType::U8 => "u8",
+        DType::I8 => "i8",
+        DType::I16 => "i16",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+    }
+}
+
+fn numeric(dtype: DType) -> bool {
+    dtype != DType::Bool
+}
+
+macro_rules! op_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub(crate) enum $name { $($(#[$vdoc])* $variant,)* }
+
+        impl $name {
+            /// Every operation.
+            #[cfg_attr(not(test), allow(dead_code))]
+            pub(crate) const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            /// The operation's name in the kernel sources (`nt_op_<name>`).
+            pub(crate) fn name(self) -> &'static str {
+                match self { $($name::$variant => $text,)* }
+            }
+        }
+    };
+}
+
+op_enum!(
+    /// Elementwise unary operations (`unary.cu`).
+    UnaryOp {
+        /// `-x` (integers wrap).
+        Neg => "neg",
+        /// `|x|` (integers wrap at the minimum).
+        Abs => "abs",
+        /// `max(x, 0)`; NaN stays NaN.
+        Relu => "relu",
+        /// `x * x` (integers wrap).
+        Square => "square",
+        /// -1, 0 or 1 (0 for NaN).
+        Sign => "sign",
+        /// `e^x`.
+        Exp => "exp",
+        /// Natural logarithm.
+        Log => "log",
+        /// Square root.
+        Sqrt => "sqrt",
+        /// `1 / sqrt(x)`.
+        Rsqrt => "rsqrt",
+        /// Sine.
+        Sin => "sin",
+        /// Cosine.
+        Cos => "cos",
+        /// Tangent.
+        Tan => "tan",
+        /// Hyperbolic tangent.
+        Tanh => "tanh",
+        /// Error function.
+        Erf => "erf",
+        /// `ln(1 + x)`.
+        Log1p => "log1p",
+        /// `e^x - 1`.
+        Expm1 => "expm1",
+        /// Round down.
+        Floor => "floor",
+        /// Round up.
+        Ceil => "ceil",
+        /// Round to nearest, halves to even (PyTorch's `round`).
+        Round => "round",
+        /// Round toward zero.
+        Trunc => "trunc",
+        /// `1 / x`.
+        Recip => "recip",
+        /// `1 / (1 + e^-x)`.
+        Sigmoid => "sigmoid",
+        /// `x/2 (1 + erf(x / √2))`.
+        Gelu => "gelu",
+        /// `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+        GeluTanh => "gelu_tanh",
+        /// `x · sigmoid(x)`.
+        Silu => "silu",
+    }
+);
+
+impl UnaryOp {
+    /// Whether the operation is defined for `dtype` (integer types get only the exact ones).
+    pub(crate) fn supports(self, dtype: DType) -> bool {
+        use UnaryOp::*;
+        match self {
+            Neg | Abs | Relu | Square | Sign => numeric(dtype),
+            _ => dtype.is_float(),
+        }
+    }
+}
+
+op_enum!(
+    /// Elementwise binary operations with a result of the operands' type (`binary.cu`).
+    BinaryOp {
+        /// `a + b` (integers wrap).
+        Add => "add",
+        /// `a - b` (integers wrap).
+        Sub => "sub",
+        /// `a * b` (integers wrap).
+        Mul => "mul",
+        /// `a / b` (floats only).
+        Div => "div",
+        /// `a ^ b` (floats only).
+        Pow => "pow",
+        /// The larger operand; NaN propagates.
+        Maximum => "maximum",
+        /// The smaller operand; NaN propagates.
+        Minimum => "minimum",
+    }
+);
+
+impl BinaryOp {
+    /// Whether the operation is defined for `dtype`.
+    pub(crate) fn supports(self, dtype: DType) -> bool {
+        match self {
+            BinaryOp::Div | BinaryOp::Pow => dtype.is_float(),
+            _ => numeric(dtype),
+        }
+    }
+}
+
+op_enum!(
+    /// Elementwise comparisons with a `bool` result (`binary.cu`); defined for every dtype.
+    CompareOp {
+        /// `a == b`.
+        Eq => "eq",
+        /// `a != b`.
+        Ne => "ne",
+        /// `a < b`.
+        Lt => "lt",
+        /// `a <= b`.
+        Le => "le",
+        /// `a > b`.
+        Gt => "gt",
+        /// `a >= b`.
+        Ge => "ge",
+    }
+);
+
+op_enum!(
+    /// Reductions over one dim (`reduce.cu`).
+    ReduceOp {
+        /// Sum (integers and bool sum to `i64`).
+        Sum => "sum",
+        /// Product (integers and bool multiply to `i64`).
+        Prod => "prod",
+        /// Arithmetic mean (floats only; NaN for an empty dim).
+        Mean => "mean",
+        /// Maximum; NaN propagates.
+        Max => "max",
+        /// Minimum; NaN propagates.
+        Min => "min",
+        /// Index (`i64`) of the first maximum (of the first NaN if any).
+        ArgMax => "argmax",
+        /// Index (`i64`) of the first minimum (of the first NaN if any).
+        ArgMin => "argmin",
+    }
+);
+
+impl ReduceOp {
+    /// Whether the operation is defined for `dtype`.
+    pub(crate) fn supports(self, dtype: DType) -> bool {
+        match self {
+            ReduceOp::Sum | ReduceOp::Prod => true,
+            ReduceOp::Mean => dtype.is_float(),
+            _ => numeric(dtype),
+        }
+    }
+
+    /// The element type of the result for an input of `dtype`.
+    pub(crate) fn out_dtype(self, dtype: DType) -> DType {
+        match self {
+            ReduceOp::Sum | ReduceOp::Prod if !dtype.is_float() => DType::I64,
+            ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
+            _ => dtype,
+        }
+    }
+
+    /// Whether an empty dim has a value (sum 0, prod 1, mean NaN) rather than being an error.
+    pub(crate) fn allows_empty(self) -> bool {
+        matches!(self, ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Mean)
+    }
+}
+
+/// One kernel: the file that defines it, the macro line that instantiates it, and its symbol.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Kernel {
+    /// The defining file.
+    pub(crate) source: Source,
+    /// The instantiation, e.g. `NT_COPY(f32, f16)`.
+    pub(crate) instance: String,
+    /// The `extern "C"` symbol, e.g. `nt_copy_f32_f16`.
+    pub(crate) name: String,
+}
+
+impl Kernel {
+    fn new(source: Source, family: &str, args: &[&str]) -> Kernel {
+        Kernel {
+            source,
+            instance: format!("NT_{}({})", family.to_uppercase(), args.join(", ")),
+            name: format!("nt_{family}_{}", args.join("_")),
+        }
+    }
+
+    /// Copy between two strided views, converting from `src` to `dst`.
+    pub(crate) fn copy(src: DType, dst: DType) -> Kernel {
+        Kernel::new(Source::Copy, "copy", &[type_name(src), type_name(dst)])
+    }
+
+    /// Fill a strided view of `dtype`.
+    pub(crate) fn fill(dtype: DType) -> Kernel {
+        Kernel::new(Source::Copy, "fill", &[type_name(dtype)])
+    }
+
+    /// Unary `op` on `dtype` (check [`UnaryOp::supports`] first).
+    pub(crate) fn unary(op: UnaryOp, dtype: DType) -> Kernel {
+        Kernel::new(Source::Unary, "unary", &[op.name(), type_name(dtype)])
+    }
+
+    /// Binary `op` on `dtype` (check [`BinaryOp::supports`] first).
+    pub(crate) fn binary(op: BinaryOp, dtype: DType) -> Kernel {
+        Kernel::new(Source::Binary, "binary", &[op.name(), type_name(dtype)])
+    }
+
+    /// Comparison `op` on `dtype`.
+    pub(crate) fn compare(op: CompareOp, dtype: DType) -> Kernel {
+        Kernel::new(Source::Binary, "compare", &[op.name(), type_name(dtype)])
+    }
+
+    /// Reduction `op` on `dtype` (check [`ReduceOp::supports`] first).
+    pub(crate) fn reduce(op: ReduceOp, dtype: DType) -> Kernel {
+        Kernel::new(Source::Reduce, "reduce", &[op.name(), type_name(dtype)])
+    }
+
+    /// Softmax / log-softmax on a float `dtype`.
+    pub(crate) fn softmax(dtype: DType) -> Kernel {
+        Kernel::new(Source::Softmax, "softmax", &[type_name(dtype)])
+    }
+
+    /// The program NVRTC compiles for this kernel alone.
+    pub(crate) fn program(&self) -> String {
+        program(self.source, std::slice::from_ref(self))
+    }
+}
+
+/// The program text instantiating `kernels`, which must all be defined in `source`.
+pub(crate) fn program(source: Source, kernels: &[Kernel]) -> String {
+    let mut text = String::with_capacity(COMMON.len() + source.text().len() + 64 * kernels.len());
+    text.push_str(COMMON);
+    text.push('\n');
+    text.push_str(source.text());
+    text.push('\n');
+    for k in kernels {
+        debug_assert_eq!(k.source, source);
+        text.push_str(&k.instance);
+        text.push('\n');
+    }
+    text
+}
+
+/// Every kernel the backend can ask for, grouped by nothing in particular (tests compile them
+/// all, one program per source file).
+#[cfg(test)]
+pub(crate) fn all_kernels() -> Vec<Kernel> {
+    let mut all = Vec::new();
+    for &s in &DType::ALL {
+        for &d in &DType::ALL {
+            all.push(Kernel::copy(s, d));
+        }
+        all.push(Kernel::fill(s));
+        for &op in UnaryOp::ALL {
+            if op.supports(s) {
+                all.push(Kernel::unary(op, s));
+            }
+        }
+        for &op in BinaryOp::ALL {
+            if op.supports(s) {
+                all.push(Kernel::binary(op, s));
+            }
+        }
+        for &op in CompareOp::ALL {
+            all.push(Kernel::compare(op, s));
+        }
+        for &op in ReduceOp::ALL {
+            if op.supports(s) {
+                all.push(Kernel::reduce(op, s));
+            }
+        }
+        if s.is_float() {
+            all.push(Kernel::softmax(s));
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_instances_match_the_macros() {
+        let k = Kernel::copy(DType::F32, DType::BF16);
+        assert_eq!(k.instance, "NT_COPY(f32, bf16)");
+        assert_eq!(k.name, "nt_copy_f32_bf16");
+        let k = Kernel::reduce(ReduceOp::ArgMax, DType::F16);
+        assert_eq!(k.instance, "NT_REDUCE(argmax, f16)");
+        assert_eq!(k.name, "nt_reduce_argmax_f16");
+        assert_eq!(Kernel::fill(DType::Bool).name, "nt_fill_bool");
+        assert!(
+            Kernel::softmax(DType::F64)
+                .program()
+                .ends_with("NT_SOFTMAX(f64)\n")
+        );
+    }
+
+    #[test]
+    fn every_macro_and_op_used_is_defined_in_its_file() {
+        for k in all_kernels() {
+            let text = k.source.text();
+            let family = k.instance.split('(').next().unwrap();
+            assert!(
+                text.contains(&format!("#define {family}(")),
+                "{family} in {}",
+                k.source.file_name()
+            );
+        }
+        for op in UnaryOp::ALL {
+            let text = Source::Unary.text();
+            assert!(
+                text.contains(&format!("struct nt_op_{} ", op.name()))
+                    || text.contains(&format!("NT_FLOAT_OP({},", op.name())),
+                "{op:?}"
+            );
+        }
+        for op in BinaryOp::ALL {
+            assert!(
+                Source::Binary
+                    .text()
+                    .contains(&format!("nt_op_{} ", op.name()))
+            );
+        }
+        for op in CompareOp::ALL {
+            assert!(
+                Source::Binary
+                    .text()
+                    .contains(&format!("nt_op_{} ", op.name()))
+            );
+        }
+        for op in ReduceOp::ALL {
+            assert!(
+                Source::Reduce
+                    .text()
+                    .contains(&format!("nt_red_{}", op.name()))
+            );
+        }
+        for &d in &DType::ALL {
+            assert!(COMMON.contains(&format!("nt_t_{};", type_name(d))));
+        }
+    }
+
+    #[test]
+    fn kernel_sources_include_no_header() {
+        // NVRTC finds no CUDA header without a toolkit (cuda_fp16.h in particular).
+        assert!(!COMMON.contains("#include"));
+        for s in Source::ALL {
+            assert!(!s.text().contains("#include"), "{}", s.file_name());
+        }
+    }
+
+    #[test]
+    fn reduce_result_types() {
+        assert_eq!(ReduceOp::Sum.out_dtype(DType::I8), DType::I64);
+        assert_eq!(ReduceOp::Sum.out_dtype(DType::Bool), DType::I64);
+        assert_eq!(ReduceOp::Sum.out_dtype(DType::BF16), DType::BF16);
+        assert_eq!(ReduceOp::Max.out_dtype(DType::U8), DType::U8);
+        assert_eq!(ReduceOp::ArgMin.out_dtype(DType::F64), DType::I64);
+        assert!(!ReduceOp::Mean.supports(DType::I32));
+        assert!(!ReduceOp::Max.supports(DType::Bool));
+        assert!(ReduceOp::Prod.supports(DType::Bool));
+        assert!(!UnaryOp::Exp.supports(DType::I64));
+        assert!(UnaryOp::Abs.supports(DType::I8));
+        assert!(!BinaryOp::Div.supports(DType::I32));
+    }
+}

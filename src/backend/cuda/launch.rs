@@ -1,0 +1,279 @@
+//! Host-side launch preparation: layouts packed for the kernels, grid sizes, scalar arguments.
+//! Pure functions, unit-tested without a GPU.
+
+use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
+use cudarc::driver::{DeviceRepr, LaunchConfig};
+
+/// The most dims a kernel layout holds after coalescing (`NT_MAX_DIMS` in `common.cuh`).
+pub(crate) const MAX_DIMS: usize = 16;
+
+/// Threads per block of elementwise kernels.
+pub(crate) const BLOCK: u32 = 256;
+
+/// Threads per block of the row kernels (`NT_REDUCE_THREADS` in `common.cuh`).
+pub(crate) const ROW_BLOCK: u32 = 256;
+
+/// The most blocks launched; grid-stride loops cover the rest (the hardware limit is 2^31 - 1).
+pub(crate) const MAX_BLOCKS: u32 = 1 << 20;
+
+/// `NtLayout` of `common.cuh`, passed to kernels by value: element `i` (row-major over
+/// `sizes[..rank]`) is at `offset + Σ index_d · strides[d]`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KernelLayout {
+    sizes: [u64; MAX_DIMS],
+    strides: [u64; MAX_DIMS],
+    offset: u64,
+    rank: u32,
+    /// 1 when element `i` is at `offset + i` (the kernel skips the index arithmetic).
+    contiguous: u32,
+}
+
+// SAFETY: `KernelLayout` is `repr(C)` plain data whose field order, types and padding (none:
+// 8-byte fields, then two 4-byte fields) match `NtLayout` in `common.cuh`.
+unsafe impl DeviceRepr for KernelLayout {}
+
+impl KernelLayout {
+    /// Packs sizes, strides and offset; fails beyond [`MAX_DIMS`] dims.
+    pub(crate) fn new(
+        op: &'static str,
+        sizes: &[usize],
+        strides: &[usize],
+        offset: usize,
+    ) -> Result<KernelLayout> {
+        debug_assert_eq!(sizes.len(), strides.len());
+        if sizes.len() > MAX_DIMS {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                op,
+                format!(
+                    "CUDA kernels take at most {MAX_DIMS} dims after merging contiguous ones; \
+                     this layout has {} (sizes {sizes:?}, strides {strides:?})",
+                    sizes.len()
+                ),
+            ));
+        }
+        let mut l = KernelLayout {
+            sizes: [1; MAX_DIMS],
+            strides: [0; MAX_DIMS],
+            offset: offset as u64,
+            rank: sizes.len() as u32,
+            contiguous: 0,
+        };
+        for (d, (&size, &stride)) in sizes.iter().zip(strides).enumerate() {
+            l.sizes[d] = size as u64;
+            l.strides[d] = stride as u64;
+        }
+        let contiguous = match sizes.len() {
+            0 => true,
+            1 => strides[0] == 1,
+            _ => false,
+        };
+        l.contiguous = contiguous as u32;
+        Ok(l)
+    }
+
+    /// The storage position of linear index `i`, computed as the kernels do.
+    #[cfg(test)]
+    pub(crate) fn position(&self, mut i: u64) -> u64 {
+        if self.contiguous == 1 {
+            return self.offset + i;
+        }
+        let mut pos = self.offset;
+        for d in (0..self.rank as usize).rev() {
+            pos += (i % self.sizes[d]) * self.strides[d];
+            i /= self.sizes[d];
+        }
+        pos
+    }
+}
+
+/// Merges dims for a joint traversal of `N` operands that share `sizes`: drops size-1 dims and
+/// merges a dim into the one before it where every operand allows it. Row-major order of the
+/// result is row-major order of the input. Returns the merged sizes and per-operand strides.
+pub(crate) fn coalesce<const N: usize>(
+    sizes: &[usize],
+    strides: [&[usize]; N],
+) -> (Vec<usize>, [Vec<usize>; N]) {
+    let mut out_sizes: Vec<usize> = Vec::with_capacity(sizes.len());
+    let mut out_strides: [Vec<usize>; N] = std::array::from_fn(|_| Vec::new());
+    for (d, &size) in sizes.iter().enumerate() {
+        if size == 1 {
+            continue;
+        }
+        if let Some(last) = out_sizes.last_mut() {
+            let mergeable = (0..N).all(|k| out_strides[k].last() == Some(&(strides[k][d] * size)));
+            if mergeable {
+                *last *= size;
+                for k in 0..N {
+                    *out_strides[k].last_mut().expect("same length as sizes") = strides[k][d];
+                }
+                continue;
+            }
+        }
+        out_sizes.push(size);
+        for k in 0..N {
+            out_strides[k].push(strides[k][d]);
+        }
+    }
+    (out_sizes, out_strides)
+}
+
+/// Kernel layouts for `N` operands of the same `sizes` traversed together by linear index.
+///
+/// Each operand is coalesced on its own: every kernel computes each operand's position from
+/// the shared row-major index, and coalescing keeps row-major order, so a contiguous operand
+/// becomes a single dim (and skips the index arithmetic) whatever the others are.
+pub(crate) fn kernel_layouts<const N: usize>(
+    op: &'static str,
+    sizes: &[usize],
+    strides: [&[usize]; N],
+    offsets: [usize; N],
+) -> Result<[KernelLayout; N]> {
+    let mut out = [KernelLayout::new(op, &[], &[], 0)?; N];
+    for k in 0..N {
+        let (merged, [st]) = coalesce(sizes, [strides[k]]);
+        out[k] = KernelLayout::new(op, &merged, &st, offsets[k])?;
+    }
+    Ok(out)
+}
+
+/// Launch configuration of an elementwise kernel over `n > 0` elements: [`BLOCK`] threads per
+/// block, enough blocks for one element per thread up to [`MAX_BLOCKS`] (grid-stride loops
+/// do the rest).
+pub(crate) fn elementwise_config(n: usize) -> LaunchConfig {
+    debug_assert!(n > 0);
+    let blocks = n.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS as usize) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Launch configuration of a row kernel (reductions, softmax) over `rows > 0` rows: one block
+/// of [`ROW_BLOCK`] threads per row, up to [`MAX_BLOCKS`] blocks.
+pub(crate) fn rows_config(rows: usize) -> LaunchConfig {
+    debug_assert!(rows > 0);
+    LaunchConfig {
+        grid_dim: (rows.clamp(1, MAX_BLOCKS as usize) as u32, 1, 1),
+        block_dim: (ROW_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The bytes of `value`, little-endian and zero-extended to 64 bits (`from_bits` in
+/// `common.cuh` reads them back).
+pub(crate) fn scalar_bits<E: Element>(value: E) -> u64 {
+    let size = std::mem::size_of::<E>();
+    debug_assert!(size <= 8);
+    let mut bytes = [0u8; 8];
+    // SAFETY: every `Element` type is plain data of at most 8 bytes without padding, so all
+    // `size` bytes of `value` are initialised and may be read as `u8`.
+    let src = unsafe { std::slice::from_raw_parts(&value as *const E as *const u8, size) };
+    bytes[..size].copy_from_slice(src);
+    u64::from_le_bytes(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Layout;
+    use half::{bf16, f16};
+
+    fn positions(l: &Layout) -> Vec<usize> {
+        let mut out = vec![];
+        crate::layout::for_each_block(l, |b| {
+            out.extend((0..b.len).map(|i| b.starts[0] + i * b.strides[0]))
+        });
+        out
+    }
+
+    #[test]
+    fn kernel_positions_match_the_layout() {
+        let base = Layout::contiguous(&[2, 3, 4, 5]).unwrap();
+        let views = [
+            base.clone(),
+            base.permute(&[2, 0, 3, 1]).unwrap(),
+            base.narrow(2, 1, 2).unwrap().transpose(0, 3).unwrap(),
+            Layout::new(&[3, 1, 4], &[0, 7, 2], 5).unwrap(), // broadcast dim and size-1 dim
+            Layout::new(&[], &[], 9).unwrap(),
+        ];
+        for l in &views {
+            let [k] = kernel_layouts("test", l.sizes(), [l.strides()], [l.offset()]).unwrap();
+            let got: Vec<usize> = (0..l.numel() as u64)
+                .map(|i| k.position(i) as usize)
+                .collect();
+            assert_eq!(got, positions(l), "{l:?}");
+        }
+    }
+
+    #[test]
+    fn coalescing_merges_jointly_contiguous_dims_only() {
+        // dst contiguous [2, 3, 4]; src the same but with dim 0 transposed away
+        let (sizes, [a, b]) = coalesce(&[2, 3, 4], [&[12, 4, 1], &[1, 2, 6]]);
+        assert_eq!(sizes, vec![2, 3, 4]);
+        assert_eq!((a, b), (vec![12, 4, 1], vec![1, 2, 6]));
+        // dims 1 and 2 of the second operand are contiguous with each other
+        let (sizes, [_, b]) = coalesce(&[2, 3, 4], [&[12, 4, 1], &[1, 8, 2]]);
+        assert_eq!((sizes, b), (vec![2, 12], vec![1, 2]));
+        let (sizes, [a, b]) = coalesce(&[2, 1, 3, 4], [&[12, 99, 4, 1], &[24, 5, 8, 2]]);
+        assert_eq!(sizes, vec![24]);
+        assert_eq!((a, b), (vec![1], vec![2]));
+        let [k] = kernel_layouts("t", &[5, 6], [&[6, 1]], [3]).unwrap();
+        assert_eq!((k.rank, k.contiguous, k.position(7)), (1, 1, 10));
+        let [k] = kernel_layouts("t", &[5, 6], [&[1, 5]], [0]).unwrap();
+        assert_eq!(k.contiguous, 0);
+        // operands are merged independently: the contiguous one skips the index arithmetic
+        let [c, t] = kernel_layouts("t", &[2, 3, 4], [&[12, 4, 1], &[1, 2, 6]], [0, 0]).unwrap();
+        assert_eq!((c.rank, c.contiguous, t.rank), (1, 1, 3));
+        for i in 0..24 {
+            assert_eq!(c.position(i), i);
+        }
+    }
+
+    #[test]
+    fn too_many_dims_is_an_error_not_a_panic() {
+        let sizes = vec![2; MAX_DIMS + 1];
+        let strides: Vec<usize> = (0..=MAX_DIMS).map(|d| 1 << (2 * d)).collect(); // never mergeable
+        let err = kernel_layouts("contiguous", &sizes, [&strides], [0]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.message().contains("at most 16 dims"), "{err}");
+        // 17 dims that merge are fine
+        let c = crate::layout::contiguous_strides(&sizes).unwrap();
+        assert!(kernel_layouts("contiguous", &sizes, [&c], [0]).is_ok());
+    }
+
+    #[test]
+    fn kernel_layout_is_packed_like_the_c_struct() {
+        assert_eq!(std::mem::size_of::<KernelLayout>(), 16 * 8 * 2 + 8 + 4 + 4);
+        assert_eq!(std::mem::align_of::<KernelLayout>(), 8);
+    }
+
+    #[test]
+    fn launch_configs_cover_every_element() {
+        let c = elementwise_config(1);
+        assert_eq!((c.grid_dim, c.block_dim), ((1, 1, 1), (256, 1, 1)));
+        assert_eq!(elementwise_config(256).grid_dim.0, 1);
+        assert_eq!(elementwise_config(257).grid_dim.0, 2);
+        // beyond the cap the grid-stride loop covers the rest
+        assert_eq!(elementwise_config(1 << 40).grid_dim.0, MAX_BLOCKS);
+        assert_eq!(rows_config(3).grid_dim.0, 3);
+        assert_eq!(rows_config(usize::MAX).grid_dim.0, MAX_BLOCKS);
+        assert_eq!(rows_config(1).block_dim.0, ROW_BLOCK);
+    }
+
+    #[test]
+    fn scalar_bits_are_the_little_endian_bytes() {
+        assert_eq!(scalar_bits(1.0f32), 0x3f80_0000);
+        assert_eq!(scalar_bits(-2.0f64), (-2.0f64).to_bits());
+        assert_eq!(scalar_bits(f16::ONE), 0x3c00);
+        assert_eq!(scalar_bits(bf16::from_f32(-1.0)), 0xbf80);
+        assert_eq!(scalar_bits(-1i8), 0xff);
+        assert_eq!(scalar_bits(-1i64), u64::MAX);
+        assert_eq!(scalar_bits(300i16), 300);
+        assert_eq!(scalar_bits(true), 1);
+        assert_eq!(scalar_bits(false), 0);
+    }
+}

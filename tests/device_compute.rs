@@ -1,0 +1,287 @@
+//! The compute operations on every device: pointwise math, broadcasting arithmetic with type
+//! promotion and in-place forms, comparisons, reductions, softmax, casts and matrix products,
+//! on strided views. Each test runs on the CPU and on cuda:0 (skipped with a printed reason
+//! where no GPU is usable) and compares with a reference computed here, naively, in `f64`
+//! from the host values.
+
+#[macro_use]
+mod common;
+
+use common::{assert_close_all, indices};
+use half::f16;
+use namedtensor::{Device, DynTensor, Element, ErrorKind};
+
+/// A copy of the CPU tensor `t` on `dev`.
+fn on<E: Element>(dev: Device, t: &DynTensor<E>) -> DynTensor<E> {
+    let moved = t.to_device(dev).unwrap();
+    assert_eq!(moved.device(), dev);
+    moved
+}
+
+/// The result's elements on the host, after checking it stayed on `dev`.
+fn host<E: Element>(dev: Device, t: &DynTensor<E>) -> Vec<f64> {
+    assert_eq!(t.device(), dev);
+    t.to_vec().into_iter().map(|x| x.to_f64()).collect()
+}
+
+/// A [4, 3] grid of mixed-sign values, stored transposed (a non-contiguous view).
+fn grid() -> (Vec<f64>, DynTensor<f32>) {
+    let vals: Vec<f64> = (0..12).map(|i| (i as f64 - 5.5) * 0.37).collect();
+    // storage [3, 4], viewed as its transpose: element [i, j] at storage [j, i]
+    let mut storage = vec![0f32; 12];
+    for i in 0..4 {
+        for j in 0..3 {
+            storage[j * 4 + i] = vals[i * 3 + j] as f32;
+        }
+    }
+    (vals, DynTensor::from_vec(storage, &[3, 4]).t())
+}
+
+fn erf(x: f64) -> f64 {
+    // Abramowitz-Stegun 7.1.26 is too coarse; integrate instead (Simpson, 2000 steps).
+    let n = 2000;
+    let h = x / n as f64;
+    let f = |t: f64| (-t * t).exp();
+    let mut s = f(0.0) + f(x);
+    for k in 1..n {
+        s += f(k as f64 * h) * if k % 2 == 1 { 4.0 } else { 2.0 };
+    }
+    s * h / 3.0 * 2.0 / std::f64::consts::PI.sqrt()
+}
+
+device_tests! {
+    fn unary_math_on_a_transposed_view(dev: Device) {
+        let (vals, x) = grid();
+        let g = on(dev, &x);
+        assert!(!g.is_contiguous());
+        type Case = (fn(&DynTensor<f32>) -> DynTensor<f32>, fn(f64) -> f64, &'static str);
+        let cases: [Case; 12] = [
+            (|t| t.exp(), f64::exp, "exp"),
+            (|t| t.neg(), |v| -v, "neg"),
+            (|t| t.abs(), f64::abs, "abs"),
+            (|t| t.relu(), |v| v.max(0.0), "relu"),
+            (|t| t.sigmoid(), |v| 1.0 / (1.0 + (-v).exp()), "sigmoid"),
+            (|t| t.tanh(), f64::tanh, "tanh"),
+            (|t| t.gelu(), |v| 0.5 * v * (1.0 + erf(v / 2f64.sqrt())), "gelu"),
+            (|t| t.silu(), |v| v / (1.0 + (-v).exp()), "silu"),
+            (
+                |t| t.gelu_tanh(),
+                |v| 0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh()),
+                "gelu_tanh",
+            ),
+            (|t| t.clamp(-0.5, 1.0), |v| v.clamp(-0.5, 1.0), "clamp"),
+            (|t| t.abs().powf(1.5), |v| v.abs().powf(1.5), "powf"),
+            (|t| t.round(), |v| v.round_ties_even(), "round"),
+        ];
+        for (f, r, what) in cases {
+            let want: Vec<f64> = vals.iter().map(|&v| r((v as f32) as f64)).collect();
+            assert_close_all(&host(dev, &f(&g)), &want, 1e-5, 1e-6, what);
+        }
+        // in place through the view: the storage's other order is respected
+        g.exp_();
+        let want: Vec<f64> = vals.iter().map(|&v| ((v as f32) as f64).exp()).collect();
+        assert_close_all(&host(dev, &g), &want, 1e-5, 1e-6, "exp_");
+        g.clamp_(0.0, 2.0);
+        let want: Vec<f64> = want.iter().map(|v| v.clamp(0.0, 2.0)).collect();
+        assert_close_all(&host(dev, &g), &want, 1e-5, 1e-6, "clamp_");
+    }
+
+    fn broadcasting_arithmetic_promotes_and_writes_in_place(dev: Device) {
+        let a = DynTensor::from_vec(vec![1.5f32, -2.0, 3.25], &[3, 1]);
+        let b = DynTensor::from_vec(vec![10i64, -20], &[2]);
+        let (ga, gb) = (on(dev, &a), on(dev, &b));
+        let want = |f: fn(f64, f64) -> f64| -> Vec<f64> {
+            indices(&[3, 2])
+                .iter()
+                .map(|ix| f([1.5, -2.0, 3.25][ix[0]], [10.0, -20.0][ix[1]]))
+                .collect()
+        };
+        let sum = ga.add(&gb); // f32 + i64 → f32
+        assert_eq!((sum.shape(), sum.dtype()), (&[3usize, 2][..], namedtensor::DType::F32));
+        assert_close_all(&host(dev, &sum), &want(|x, y| x + y), 0.0, 0.0, "add");
+        assert_close_all(&host(dev, &ga.mul(&gb)), &want(|x, y| x * y), 0.0, 0.0, "mul");
+        assert_close_all(&host(dev, &ga.div(&gb)), &want(|x, y| x / y), 1e-7, 0.0, "div");
+        assert_close_all(&host(dev, &ga.maximum(&gb.to_dtype::<f32>())), &want(f64::max), 0.0, 0.0, "maximum");
+        // integers: u8 - i8 → i16, wrapping rules of the promoted type
+        let u = on(dev, &DynTensor::from_vec(vec![5u8, 200], &[2]));
+        let i = on(dev, &DynTensor::from_vec(vec![-1i8, 100], &[2]));
+        assert_eq!(u.sub(&i).to_vec(), vec![6i16, 100]);
+        // scalars on either side
+        assert_close_all(&host(dev, &ga.mul_scalar(2)), &[3.0, -4.0, 6.5], 0.0, 0.0, "mul_scalar");
+        // integer division by zero is refused on every device
+        assert!(u.try_remainder(&on(dev, &DynTensor::from_vec(vec![0u8], &[1]))).is_err());
+        // in place through a transposed view, with a broadcast source
+        let m = on(dev, &DynTensor::<f32>::arange(0.0, 6.0, 1.0).view(&[2, 3]));
+        let mt = m.t(); // [3, 2]
+        mt.add_(&on(dev, &DynTensor::from_vec(vec![100.0f32, 200.0], &[2])));
+        assert_eq!(m.to_vec(), vec![100.0, 101.0, 102.0, 203.0, 204.0, 205.0]);
+        m.sub_scalar_(100.0);
+        assert_eq!(m.to_vec(), vec![0.0, 1.0, 2.0, 103.0, 104.0, 105.0]);
+        // an expanded destination is refused
+        assert!(on(dev, &DynTensor::<f32>::ones(&[3])).expand(&[2, 3]).try_add_scalar_(1.0).is_err());
+    }
+
+    fn comparisons_and_logic_give_bool(dev: Device) {
+        let a = on(dev, &DynTensor::from_vec(vec![1.0f32, f32::NAN, 3.0, -1.0], &[2, 2]));
+        let b = on(dev, &DynTensor::from_vec(vec![2i32, 2], &[2]));
+        assert_eq!(a.gt(&b).to_vec(), vec![false, false, true, false]);
+        assert_eq!(a.le(&b).to_vec(), vec![true, false, false, true]);
+        assert_eq!(a.ne(&a).to_vec(), vec![false, true, false, false]);
+        assert_eq!(a.lt_scalar(2.5).to_vec(), vec![true, false, false, true]);
+        assert_eq!(a.isnan().to_vec(), vec![false, true, false, false]);
+        assert_eq!(a.isfinite().to_vec(), vec![true, false, true, true]);
+        let p = on(dev, &DynTensor::from_vec(vec![true, false, true, false], &[4]));
+        let q = on(dev, &DynTensor::from_vec(vec![1.0f32, 1.0, 0.0, 0.0], &[4]));
+        assert_eq!(p.logical_and(&q).to_vec(), vec![true, false, false, false]);
+        assert_eq!(p.logical_or(&q).to_vec(), vec![true, true, true, false]);
+        assert_eq!(p.logical_xor(&q).to_vec(), vec![false, true, true, false]);
+        assert_eq!(q.logical_not().to_vec(), vec![false, false, true, true]);
+    }
+
+    fn reductions_over_dims_with_keepdim(dev: Device) {
+        let (vals, x) = grid(); // [4, 3], transposed storage
+        let g = on(dev, &x);
+        let v = |i: usize, j: usize| (vals[i * 3 + j] as f32) as f64;
+        let rows: Vec<Vec<f64>> = (0..4).map(|i| (0..3).map(|j| v(i, j)).collect()).collect();
+        let cols: Vec<Vec<f64>> = (0..3).map(|j| (0..4).map(|i| v(i, j)).collect()).collect();
+        let mean = |xs: &Vec<f64>| xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = |xs: &Vec<f64>| {
+            let m = mean(xs);
+            xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() - 1) as f64
+        };
+        let (rt, at) = (1e-5, 1e-5);
+        let s = g.sum_dim(0, true);
+        assert_eq!(s.shape(), &[1, 3]);
+        assert_close_all(&host(dev, &s), &cols.iter().map(|c| c.iter().sum()).collect::<Vec<_>>(), rt, at, "sum");
+        assert_close_all(&host(dev, &g.mean_dims(&[1], false)), &rows.iter().map(mean).collect::<Vec<_>>(), rt, at, "mean");
+        assert_close_all(&host(dev, &g.var_dims(&[0], 1, false)), &cols.iter().map(var).collect::<Vec<_>>(), rt, at, "var");
+        assert_close_all(&host(dev, &g.std_dims(&[1], 1, true)), &rows.iter().map(|r| var(r).sqrt()).collect::<Vec<_>>(), rt, at, "std");
+        let n2: f64 = vals.iter().map(|&x| ((x as f32) as f64).powi(2)).sum::<f64>().sqrt();
+        assert_close_all(&host(dev, &g.norm(2.0)), &[n2], rt, at, "norm");
+        let n3: Vec<f64> = rows.iter().map(|r| r.iter().map(|x| x.abs().powi(3)).sum::<f64>().cbrt()).collect();
+        assert_close_all(&host(dev, &g.norm_dims(3.0, &[1], false)), &n3, 1e-4, at, "norm3");
+        assert_close_all(&host(dev, &g.prod_dim(1, false)), &rows.iter().map(|r| r.iter().product()).collect::<Vec<_>>(), rt, at, "prod");
+        let lse: Vec<f64> = rows.iter().map(|r| r.iter().map(|x| x.exp()).sum::<f64>().ln()).collect();
+        assert_close_all(&host(dev, &g.logsumexp_dims(&[1], false)), &lse, rt, at, "logsumexp");
+        // max over dim 0: values and the index of the first maximum
+        let (mv, mi) = g.max_dim(0, false);
+        let want_i: Vec<i64> = cols
+            .iter()
+            .map(|c| (0..4).fold(0, |b, i| if c[i] > c[b] { i } else { b }) as i64)
+            .collect();
+        assert_eq!(mi.to_vec(), want_i);
+        assert_close_all(&host(dev, &mv), &cols.iter().map(|c| c.iter().cloned().fold(f64::MIN, f64::max)).collect::<Vec<_>>(), 0.0, 0.0, "max");
+        assert_eq!(g.argmin().item(), (0..12).fold(0, |b, k| if v(k / 3, k % 3) < v(b / 3, b % 3) { k } else { b }) as i64);
+        assert_close_all(&host(dev, &g.amax_dim(1, false)), &rows.iter().map(|r| r.iter().cloned().fold(f64::MIN, f64::max)).collect::<Vec<_>>(), 0.0, 0.0, "amax");
+        // integers sum to i64; truth values
+        let i = on(dev, &DynTensor::from_vec(vec![100i8, 100, 100, -3], &[2, 2]));
+        assert_eq!(i.sum_dim(1, false).to_vec(), vec![200i64, 97]);
+        assert!(g.gt_scalar(0.0).any());
+        assert!(!g.gt_scalar(0.0).all());
+        assert_eq!(i.gt_scalar(0).all_dim(0, false).to_vec(), vec![true, false]);
+        // NaN propagates through max; an empty max is an error
+        let nan = on(dev, &DynTensor::from_vec(vec![1.0f32, f32::NAN, 2.0], &[3]));
+        assert!(nan.max().item().is_nan());
+        assert_eq!(nan.argmax().item(), 1);
+        let empty = on(dev, &DynTensor::<f32>::zeros(&[2, 0]));
+        assert_eq!(empty.try_amax_dim(1, false).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(empty.sum_dim(1, false).to_vec(), vec![0.0, 0.0]);
+    }
+
+    fn softmax_along_each_dim(dev: Device) {
+        let (vals, x) = grid();
+        let g = on(dev, &x);
+        for dim in [0usize, 1] {
+            let want: Vec<f64> = indices(&[4, 3])
+                .iter()
+                .map(|ix| {
+                    let along = |k: usize| {
+                        let mut jx = ix.clone();
+                        jx[dim] = k;
+                        (vals[jx[0] * 3 + jx[1]] as f32) as f64
+                    };
+                    let n = [4, 3][dim];
+                    let m = (0..n).map(along).fold(f64::MIN, f64::max);
+                    let z: f64 = (0..n).map(|k| (along(k) - m).exp()).sum();
+                    (along(ix[dim]) - m).exp() / z
+                })
+                .collect();
+            assert_close_all(&host(dev, &g.softmax(dim as isize)), &want, 1e-5, 1e-6, "softmax");
+            let logs: Vec<f64> = want.iter().map(|p| p.ln()).collect();
+            assert_close_all(&host(dev, &g.log_softmax(dim as isize)), &logs, 1e-5, 1e-5, "log_softmax");
+        }
+    }
+
+    fn casts_and_half_precision_compute(dev: Device) {
+        let (vals, x) = grid();
+        let g = on(dev, &x);
+        let h = g.to_dtype::<f16>();
+        assert_eq!(h.device(), dev);
+        let want: Vec<f64> = vals.iter().map(|&v| f16::from_f64((v as f32) as f64).to_f64()).collect();
+        assert_close_all(&host(dev, &h), &want, 0.0, 0.0, "to f16");
+        // f16 + f16 computes in f32 and rounds once
+        let s = h.add(&h);
+        let want2: Vec<f64> = want.iter().map(|&v| f16::from_f64(v + v).to_f64()).collect();
+        assert_close_all(&host(dev, &s), &want2, 0.0, 0.0, "f16 add");
+        assert_eq!(g.to_dtype::<i32>().to_vec(), vals.iter().map(|&v| (v as f32) as i32).collect::<Vec<_>>());
+        let c = g.contiguous();
+        assert!(c.is_contiguous() && c.device() == dev);
+    }
+
+    fn matrix_products_through_views_and_batches(dev: Device) {
+        let a_vals: Vec<f64> = (0..6).map(|i| i as f64 - 2.0).collect(); // [2, 3]
+        let b_vals: Vec<f64> = (0..12).map(|i| (i as f64) * 0.5 - 1.0).collect(); // [3, 4]
+        let mm = |a: &[f64], b: &[f64], m: usize, k: usize, n: usize| -> Vec<f64> {
+            indices(&[m, n]).iter().map(|ix| (0..k).map(|p| a[ix[0] * k + p] * b[p * n + ix[1]]).sum()).collect()
+        };
+        let a = on(dev, &DynTensor::from_vec(a_vals.iter().map(|&v| v as f32).collect(), &[2, 3]));
+        let b = on(dev, &DynTensor::from_vec(b_vals.iter().map(|&v| v as f32).collect(), &[3, 4]));
+        let want = mm(&a_vals, &b_vals, 2, 3, 4);
+        assert_close_all(&host(dev, &a.matmul(&b)), &want, 1e-6, 1e-6, "mm");
+        // a transposed operand: (bᵀ)ᵀ is b, read without a copy
+        let bt = b.t().contiguous().t();
+        assert_close_all(&host(dev, &a.matmul(&bt)), &want, 1e-6, 1e-6, "mm transposed");
+        // batched with a broadcast batch dim: [2, 2, 3] @ [3, 4]
+        let batch = a.unsqueeze(0).expand(&[2, 2, 3]);
+        let r = batch.matmul(&b);
+        assert_eq!(r.shape(), &[2, 2, 4]);
+        let both: Vec<f64> = want.iter().chain(&want).cloned().collect();
+        assert_close_all(&host(dev, &r), &both, 1e-6, 1e-6, "batched");
+        // vectors
+        let v = on(dev, &DynTensor::from_vec(vec![1.0f32, -1.0, 2.0], &[3]));
+        let mv: Vec<f64> = (0..2).map(|i| a_vals[i * 3] - a_vals[i * 3 + 1] + 2.0 * a_vals[i * 3 + 2]).collect();
+        assert_close_all(&host(dev, &a.mv(&v)), &mv, 1e-6, 1e-6, "mv");
+        assert_close_all(&host(dev, &v.dot(&v)), &[6.0], 0.0, 0.0, "dot");
+        // f16 through cuBLAS / gemm: f32 accumulation, one rounding
+        let ah = a.to_dtype::<f16>();
+        let bh = b.to_dtype::<f16>();
+        let want_h: Vec<f64> = want.iter().map(|&x| f16::from_f64(x).to_f64()).collect();
+        assert_close_all(&host(dev, &ah.matmul(&bh)), &want_h, 1e-3, 1e-3, "f16 mm");
+    }
+
+    fn mixed_devices_and_unsupported_ops_are_errors(dev: Device) {
+        let cpu = DynTensor::<f32>::ones(&[3]);
+        let g = on(dev, &cpu);
+        if dev == Device::Cpu {
+            return;
+        }
+        for e in [
+            cpu.try_add(&g).unwrap_err(),
+            g.try_mul(&cpu).unwrap_err(),
+            g.try_matmul(&cpu).unwrap_err(),
+            g.try_add_(&cpu).unwrap_err(),
+        ] {
+            assert_eq!(e.kind(), ErrorKind::Device, "{e}");
+            assert!(e.to_string().contains("cpu") && e.to_string().contains("cuda:0"), "{e}");
+        }
+        // operations without a CUDA implementation say so, naming the op and the device
+        let e = g.try_cumsum(0).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Device);
+        assert!(e.to_string().contains("cumsum") && e.to_string().contains("cuda:0"), "{e}");
+        // integer powers have no kernel: an error, never a wrong value
+        let i = on(dev, &DynTensor::from_vec(vec![2i32, 3], &[2]));
+        assert!(i.try_pow(&i).is_err());
+        // Display copies to the host
+        assert!(format!("{g}").contains("cuda:0"));
+    }
+}
