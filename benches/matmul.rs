@@ -8,38 +8,9 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use namedtensor::{DynTensor, Element};
 use std::hint::black_box;
 
-/// `c = a · b` for row-major n × n matrices, straight through `gemm`, on `pool`.
-fn gemm_direct<E: Element>(pool: &rayon::ThreadPool, n: usize, a: &[E], b: &[E], c: &mut [E]) {
-    let threads = pool.current_num_threads();
-    let parallelism = if threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
-    pool.install(|| unsafe {
-        gemm::gemm(
-            n,
-            n,
-            n,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            n as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            E::ZERO,
-            E::ONE,
-            false,
-            false,
-            false,
-            parallelism,
-        )
-    });
-}
+#[path = "support/gemm_direct.rs"]
+mod gemm_baseline;
+use gemm_baseline::gemm_direct;
 
 fn bench_type<E: Element + namedtensor::Float>(c: &mut Criterion, name: &str) {
     let mut group = c.benchmark_group(format!("matmul_{name}"));

@@ -5,42 +5,12 @@
 //!
 //! `cargo run --release --example interleaved [REPS] [MAX_N]` (defaults 20 and 1024).
 
-use namedtensor::{DynTensor, Element, Float};
+use namedtensor::{DynTensor, Float};
 use std::time::Instant;
 
-/// `c = a · b` for row-major n × n matrices straight through `gemm`, on `pool`.
-fn gemm_direct<E: Element>(pool: &rayon::ThreadPool, n: usize, a: &[E], b: &[E], c: &mut [E]) {
-    let threads = pool.current_num_threads();
-    let parallelism = if threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
-    // SAFETY: a, b and c hold n·n elements each, read and written row-major.
-    pool.install(|| unsafe {
-        gemm::gemm(
-            n,
-            n,
-            n,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            n as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            E::ZERO,
-            E::ONE,
-            false,
-            false,
-            false,
-            parallelism,
-        )
-    });
-}
+#[path = "../benches/support/gemm_direct.rs"]
+mod gemm_baseline;
+use gemm_baseline::gemm_direct;
 
 fn best(reps: usize, mut f: impl FnMut()) -> f64 {
     (0..reps)
