@@ -274,14 +274,257 @@ device_tests! {
             assert_eq!(e.kind(), ErrorKind::Device, "{e}");
             assert!(e.to_string().contains("cpu") && e.to_string().contains("cuda:0"), "{e}");
         }
-        // operations without a CUDA implementation say so, naming the op and the device
-        let e = g.try_cumsum(0).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Device);
-        assert!(e.to_string().contains("cumsum") && e.to_string().contains("cuda:0"), "{e}");
+        // joining, selecting and indexing refuse a part on another device, naming both
+        let mask = DynTensor::from_vec(vec![true, false, true], &[3]);
+        let idx = DynTensor::from_vec(vec![0i64, 2], &[2]);
+        for e in [
+            DynTensor::try_cat(&[&g, &cpu], 0).unwrap_err(),
+            DynTensor::try_stack(&[&cpu, &g], 0).unwrap_err(),
+            namedtensor::ops::try_where_(&mask, &g, &g).unwrap_err(),
+            g.try_masked_fill(&mask, 0.0).unwrap_err(),
+            g.try_masked_fill_(&mask, 0.0).unwrap_err(),
+            g.try_index_select(0, &idx).unwrap_err(),
+            g.try_gather(0, &idx).unwrap_err(),
+        ] {
+            assert_eq!(e.kind(), ErrorKind::Device, "{e}");
+            assert!(e.to_string().contains("cpu") && e.to_string().contains("cuda:0"), "{e}");
+        }
         // integer powers have no kernel: an error, never a wrong value
         let i = on(dev, &DynTensor::from_vec(vec![2i32, 3], &[2]));
         assert!(i.try_pow(&i).is_err());
         // Display copies to the host
         assert!(format!("{g}").contains("cuda:0"));
+    }
+
+    fn where_and_masked_fill_broadcast_promote_and_write_in_place(dev: Device) {
+        let (vals, x) = grid(); // [4, 3] f32, transposed storage
+        let g = on(dev, &x);
+        // condition [4, 1] (an expanded column), other operand an i32 row with an offset
+        let cond_v = [true, false, false, true];
+        let cond = on(dev, &DynTensor::from_vec(cond_v.to_vec(), &[4, 1]));
+        let row = on(dev, &DynTensor::from_vec(vec![9i32, 7, 8, -1, -2, -3], &[6]).narrow(0, 3, 3));
+        let want: Vec<f64> = (0..12)
+            .map(|k| if cond_v[k / 3] { vals[k] as f32 as f64 } else { [-1.0, -2.0, -3.0][k % 3] })
+            .collect();
+        let r = namedtensor::where_(&cond, &g, &row); // f32 (promoted)
+        assert_eq!(r.shape(), &[4, 3]);
+        assert_eq!(host(dev, &r), want);
+        // i32 with a 0-d f64: f64 result
+        let r = namedtensor::where_(&cond, &row, &on(dev, &DynTensor::scalar(0.5f64)));
+        assert_eq!(r.shape(), &[4, 3]);
+        let want: Vec<f64> = (0..12)
+            .map(|k| if cond_v[k / 3] { [-1.0, -2.0, -3.0][k % 3] } else { 0.5 })
+            .collect();
+        assert_eq!(host(dev, &r), want);
+        // f16 operands stay f16 (a bit copy)
+        let h = g.to_dtype::<f16>();
+        let hz = on(dev, &DynTensor::<f16>::zeros(&[3]));
+        let r = namedtensor::where_(&cond, &h, &hz);
+        let want: Vec<f64> = (0..12)
+            .map(|k| if cond_v[k / 3] { f16::from_f64(vals[k] as f32 as f64).to_f64() } else { 0.0 })
+            .collect();
+        assert_eq!(host(dev, &r), want);
+        let bad = on(dev, &DynTensor::from_vec(vec![true; 5], &[5]));
+        assert_eq!(namedtensor::ops::try_where_(&bad, &g, &g).unwrap_err().kind(), ErrorKind::ShapeMismatch);
+
+        // masked_fill with a mask row broadcast over the transposed view
+        let mask_v = [false, true, true];
+        let mask = on(dev, &DynTensor::from_vec(mask_v.to_vec(), &[3]));
+        let want: Vec<f64> = (0..12)
+            .map(|k| if mask_v[k % 3] { -4.0 } else { vals[k] as f32 as f64 })
+            .collect();
+        assert_eq!(host(dev, &g.masked_fill(&mask, -4.0)), want);
+        // in place, through the transposed view: the storage's order is respected
+        let t = on(dev, &x);
+        t.masked_fill_(&mask, -4.0);
+        assert_eq!(host(dev, &t), want);
+        // a mask computed from the destination itself (shares no storage, but the same values)
+        let i = on(dev, &DynTensor::from_vec(vec![1i64, 5, -3, 7], &[4]));
+        i.masked_fill_(&i.gt_scalar(2), 0);
+        assert_eq!(host(dev, &i), vec![1.0, 0.0, -3.0, 0.0]);
+        // an expanded destination is refused
+        let e = on(dev, &DynTensor::<f32>::ones(&[3])).expand(&[2, 3]);
+        assert!(e.try_masked_fill_(&mask, 0.0).is_err());
+    }
+
+    fn cat_and_stack_on_strided_parts(dev: Device) {
+        let (vals, x) = grid(); // [4, 3] transposed
+        let a = on(dev, &x);
+        let b = on(dev, &DynTensor::from_vec((0..9).map(|v| v as f32).collect(), &[3, 3]).narrow(0, 1, 2)); // [2, 3], offset 3
+        let c = on(dev, &DynTensor::from_vec(vec![100f32, 200.0, 300.0], &[3]).unsqueeze(0).expand(&[2, 3]));
+        let r = DynTensor::cat(&[&a, &b, &c], 0);
+        assert_eq!(r.shape(), &[8, 3]);
+        let mut want: Vec<f64> = vals.iter().map(|&v| v as f32 as f64).collect();
+        want.extend([3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 100.0, 200.0, 300.0, 100.0, 200.0, 300.0]);
+        assert_eq!(host(dev, &r), want);
+        // along dim 1: [4, 3] with [4, 2] (a transposed narrow)
+        let d = on(dev, &DynTensor::from_vec((0..8).map(|v| v as f32).collect(), &[2, 4]).t());
+        let r = DynTensor::cat(&[&a, &d], 1);
+        assert_eq!(r.shape(), &[4, 5]);
+        let want: Vec<f64> = (0..20)
+            .map(|k| {
+                let (i, j) = (k / 5, k % 5);
+                if j < 3 { vals[i * 3 + j] as f32 as f64 } else { ((j - 3) * 4 + i) as f64 }
+            })
+            .collect();
+        assert_eq!(host(dev, &r), want);
+        // stack along a new last dim
+        let p = on(dev, &DynTensor::from_vec(vec![1i64, 2, 3], &[3]));
+        let q = on(dev, &DynTensor::from_vec(vec![4i64, 5, 6, 0], &[4]).narrow(0, 0, 3));
+        let s = DynTensor::stack(&[&p, &q], -1);
+        assert_eq!(s.shape(), &[3, 2]);
+        assert_eq!(host(dev, &s), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+        assert_eq!(DynTensor::try_cat(&[&a, &d], 0).unwrap_err().kind(), ErrorKind::ShapeMismatch);
+        // split / chunk / unbind are views on any device
+        let parts = r.split(2, 1);
+        assert_eq!(parts.len(), 3);
+        assert_eq!(host(dev, &parts[2].contiguous()), (0..4).map(|i| want[i * 5 + 4]).collect::<Vec<_>>());
+        let rows = r.unbind(0);
+        assert_eq!(host(dev, &rows[3].contiguous()), want[15..20].to_vec());
+        assert_eq!(r.chunk(2, 0)[1].shape(), &[2, 5]);
+    }
+
+    fn index_select_and_gather_check_indices(dev: Device) {
+        let (vals, x) = grid(); // [4, 3] transposed
+        let g = on(dev, &x);
+        let v = |i: usize, j: usize| vals[i * 3 + j] as f32 as f64;
+        // index with an offset and a stride: [3, 0, 3]
+        let idx = on(dev, &DynTensor::from_vec(vec![9i64, 3, 9, 0, 9, 3], &[6]).narrow(0, 1, 5).slice(0, Some(0), Some(5), 2));
+        assert_eq!(idx.shape(), &[3]);
+        let r = g.index_select(0, &idx);
+        assert_eq!(r.shape(), &[3, 3]);
+        let want: Vec<f64> = [3, 0, 3].iter().flat_map(|&i| (0..3).map(move |j| v(i, j))).collect();
+        assert_eq!(host(dev, &r), want);
+        let r = g.index_select(1, &on(dev, &DynTensor::from_vec(vec![2i64, 2], &[2])));
+        let want: Vec<f64> = (0..4).flat_map(|i| [v(i, 2), v(i, 2)]).collect();
+        assert_eq!(host(dev, &r), want);
+        // a 0-d index
+        let r = g.index_select(1, &on(dev, &DynTensor::scalar(1i64)));
+        assert_eq!(r.shape(), &[4, 1]);
+        assert_eq!(host(dev, &r), (0..4).map(|i| v(i, 1)).collect::<Vec<_>>());
+        // gather along dim 1 with a transposed index smaller than the input in dim 0
+        let gi = on(dev, &DynTensor::from_vec(vec![0i64, 2, 1, 1, 2, 0], &[2, 3]).t()); // [3, 2]
+        let r = g.gather(1, &gi);
+        assert_eq!(r.shape(), &[3, 2]);
+        let gv = [[0usize, 1], [2, 2], [1, 0]];
+        let want: Vec<f64> = (0..3).flat_map(|i| gv[i].map(|c| v(i, c))).collect();
+        assert_eq!(host(dev, &r), want);
+        // gather along dim 0 with an expanded index
+        let ei = on(dev, &DynTensor::from_vec(vec![3i64, 1, 0], &[3]).unsqueeze(0).expand(&[2, 3]));
+        let r = g.gather(0, &ei);
+        assert_eq!(host(dev, &r), vec![v(3, 0), v(1, 1), v(0, 2), v(3, 0), v(1, 1), v(0, 2)]);
+        // out-of-range indices are errors (never a read outside the tensor)
+        for bad in [vec![0i64, 4], vec![-1i64, 0], vec![1i64 << 40]] {
+            let b = on(dev, &DynTensor::from_vec(bad.clone(), &[bad.len()]));
+            let e = g.try_index_select(0, &b).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::IndexOutOfRange, "{e}");
+            assert!(e.to_string().contains("out of range for dim 0 of size 4"), "{e}");
+            let e = g.try_gather(0, &b.unsqueeze(0)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::IndexOutOfRange, "{e}");
+        }
+        let e = g.try_index_select(1, &on(dev, &DynTensor::from_vec(vec![3i64], &[1]))).unwrap_err();
+        assert!(e.to_string().contains("index 3 is out of range for dim 1 of size 3"), "{e}");
+        // an empty index gives an empty result
+        let r = g.index_select(0, &on(dev, &DynTensor::<i64>::zeros(&[0])));
+        assert_eq!(r.shape(), &[0, 3]);
+    }
+
+    fn flip_repeat_and_triangles_on_views(dev: Device) {
+        let (vals, x) = grid(); // [4, 3] transposed
+        let g = on(dev, &x);
+        let v = |i: usize, j: usize| vals[i * 3 + j] as f32 as f64;
+        let want: Vec<f64> = (0..4).rev().flat_map(|i| (0..3).map(move |j| v(i, j))).collect();
+        assert_eq!(host(dev, &g.flip(&[0])), want);
+        let want: Vec<f64> = (0..4).rev().flat_map(|i| (0..3).rev().map(move |j| v(i, j))).collect();
+        assert_eq!(host(dev, &g.flip(&[0, 1])), want);
+        // an offset, expanded i16 view
+        let e = on(dev, &DynTensor::from_vec(vec![0i16, 1, 2, 3], &[4]).narrow(0, 1, 3).unsqueeze(0).expand(&[2, 3]));
+        assert_eq!(host(dev, &e.flip(&[1])), vec![3.0, 2.0, 1.0, 3.0, 2.0, 1.0]);
+        assert_eq!(e.flip(&[0]).shape(), &[2, 3]);
+        assert_eq!(on(dev, &DynTensor::<f32>::zeros(&[0, 2])).flip(&[0]).shape(), &[0, 2]);
+
+        // repeat: [2, 2] tiling of the transposed [4, 3], and a leading dim
+        let r = g.repeat(&[2, 2]);
+        assert_eq!(r.shape(), &[8, 6]);
+        let want: Vec<f64> = (0..48).map(|k| v((k / 6) % 4, (k % 6) % 3)).collect();
+        assert_eq!(host(dev, &r), want);
+        let r = e.repeat(&[2, 1, 2]);
+        assert_eq!(r.shape(), &[2, 2, 6]);
+        assert_eq!(host(dev, &r)[..6].to_vec(), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+
+        // tril / triu over a batch of transposed matrices
+        let b = on(dev, &DynTensor::from_vec((1..=24).collect::<Vec<i32>>(), &[2, 3, 4]).transpose(1, 2)); // [2, 4, 3]
+        let bv = |n: usize, i: usize, j: usize| (n * 12 + j * 4 + i + 1) as f64;
+        for diag in [-1isize, 0, 2] {
+            let lo: Vec<f64> = (0..24)
+                .map(|k| {
+                    let (n, i, j) = (k / 12, (k / 3) % 4, k % 3);
+                    if j as isize <= i as isize + diag { bv(n, i, j) } else { 0.0 }
+                })
+                .collect();
+            assert_eq!(host(dev, &b.tril(diag)), lo, "tril {diag}");
+            let up: Vec<f64> = (0..24)
+                .map(|k| {
+                    let (n, i, j) = (k / 12, (k / 3) % 4, k % 3);
+                    if j as isize >= i as isize + diag { bv(n, i, j) } else { 0.0 }
+                })
+                .collect();
+            assert_eq!(host(dev, &b.triu(diag)), up, "triu {diag}");
+        }
+        assert!(on(dev, &DynTensor::<f32>::ones(&[3])).try_tril(0).is_err());
+    }
+
+    fn cumsum_and_cumprod_along_each_dim(dev: Device) {
+        let (vals, x) = grid(); // [4, 3] transposed
+        let g = on(dev, &x);
+        let v = |i: usize, j: usize| vals[i * 3 + j] as f32 as f64;
+        // along dim 0 (inner 3) and dim 1 (inner 1), accumulated in f64, rounded on store
+        let mut want0 = vec![0.0; 12];
+        let mut want1 = vec![0.0; 12];
+        for j in 0..3 {
+            let mut acc = 0.0;
+            for i in 0..4 {
+                acc += v(i, j);
+                want0[i * 3 + j] = acc as f32 as f64;
+            }
+        }
+        for i in 0..4 {
+            let mut acc = 1.0;
+            for j in 0..3 {
+                acc *= v(i, j);
+                want1[i * 3 + j] = acc as f32 as f64;
+            }
+        }
+        assert_eq!(host(dev, &g.cumsum(0)), want0);
+        assert_eq!(host(dev, &g.cumprod(-1)), want1);
+        // integers and bool give i64; an offset, expanded view
+        let e = on(dev, &DynTensor::from_vec(vec![9i32, 1, 2, 3], &[4]).narrow(0, 1, 3).unsqueeze(0).expand(&[2, 3]));
+        let c = e.cumsum(1);
+        assert_eq!(c.dtype(), namedtensor::DType::I64);
+        assert_eq!(host(dev, &c), vec![1.0, 3.0, 6.0, 1.0, 3.0, 6.0]);
+        assert_eq!(host(dev, &e.cumprod(0)), vec![1.0, 2.0, 3.0, 1.0, 4.0, 9.0]);
+        let bl = on(dev, &DynTensor::from_vec(vec![true, false, true], &[3]));
+        assert_eq!(host(dev, &bl.cumsum(0)), vec![1.0, 1.0, 2.0]);
+        // f16 stays f16; a 0-d tensor and an empty one
+        let h = on(dev, &DynTensor::from_vec(vec![f16::from_f64(0.1); 4], &[4]));
+        let want: Vec<f64> = (1..=4).map(|k| f16::from_f64(f16::from_f64(0.1).to_f64() * k as f64).to_f64()).collect();
+        assert_eq!(host(dev, &h.cumsum(0)), want);
+        assert_eq!(host(dev, &on(dev, &DynTensor::scalar(2.5f64)).cumsum(0)), vec![2.5]);
+        assert_eq!(on(dev, &DynTensor::<f32>::zeros(&[2, 0])).cumsum(1).shape(), &[2, 0]);
+        assert!(g.try_cumsum(2).is_err());
+    }
+
+    fn save_copies_to_the_host_first(dev: Device) {
+        let (_, x) = grid();
+        let g = on(dev, &x);
+        let path = std::env::temp_dir().join(format!(
+            "nt-device-save-{}-{}.safetensors",
+            std::process::id(),
+            dev
+        ));
+        g.save(&path).unwrap();
+        let back = DynTensor::<f32>::load(&path).unwrap();
+        assert_eq!((back.shape(), back.to_vec()), (x.shape(), x.to_vec()));
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -3,8 +3,10 @@
 //! `isclose`/`allclose`.
 
 use super::binary::Sp;
+#[cfg(feature = "cuda")]
+use super::cuda;
 use super::promote::{Promote, Promoted, ScalarPromote};
-use super::{C, Cp, expand_layout, inplace_source, map, zip, zip_scalar};
+use super::{C, Cp, expand_layout, inplace_source, map, on_cuda, zip, zip_scalar};
 use crate::backend::cpu::num::{Native, cast};
 use crate::backend::cpu::pointwise::{self, In};
 use crate::dtype::Element;
@@ -162,6 +164,10 @@ pub fn try_where_<A: Promote<B>, B: Element>(
                 ),
             )
         })?;
+    on_cuda!(
+        [cond, a, b],
+        cuda::where_::<A, B, Promoted<A, B>>(op, cond, a, b, &shape)
+    );
     let lc = expand_layout(cond.layout(), &shape)?;
     let la = expand_layout(a.layout(), &shape)?;
     let lb = expand_layout(b.layout(), &shape)?;
@@ -229,6 +235,7 @@ impl<E: Element> DynTensor<E> {
     pub fn try_masked_fill(&self, mask: &DynTensor<bool>, value: E) -> Result<DynTensor<E>> {
         let op = "masked_fill";
         let lm = mask_layout(op, mask, self.shape())?;
+        on_cuda!([mask, self], cuda::masked_fill(op, self, mask, &lm, value));
         let out_layout = Layout::contiguous(self.shape())?;
         let value_t = DynTensor::scalar(value);
         let lv = expand_layout(value_t.layout(), self.shape())?;
@@ -278,6 +285,10 @@ impl<E: Element> DynTensor<E> {
         self.check_writable(op)?;
         mask_layout(op, mask, self.shape())?;
         let mask = inplace_source(op, self, mask)?;
+        on_cuda!(
+            [self, mask],
+            cuda::masked_fill_(op, self, &mask, value).map(|()| self)
+        );
         with_write_read(op, self.storage(), mask.storage(), |d, m| {
             pointwise::apply(d, [self.layout(), mask.layout()], |run, st, sd| {
                 pointwise::masked_fill_inplace(run, In::new(m, st[1], sd[1]), value)

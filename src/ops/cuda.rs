@@ -716,3 +716,288 @@ pub(crate) fn matmul<E: Element>(
         t.try_reshape(&s)
     })
 }
+
+// ---------------------------------------------------------------------------------------
+// Selection, joining, indexing and scans
+
+/// `cond ? a : b` over the broadcast shape `shape` (see `ops::try_where_`), the operands
+/// converted to the promoted type `O` on the device first (before they are expanded).
+pub(crate) fn where_<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    cond: &DynTensor<bool>,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+    shape: &[usize],
+) -> Result<DynTensor<O>> {
+    let storages = [cond.storage() as &dyn AnyStorage, a.storage(), b.storage()];
+    with_cuda_read(op, &storages, |bufs| {
+        let (mut sa, mut sb) = (None, None);
+        let (ab, la) = operand(op, bufs[1], a.layout(), O::DTYPE, shape, &mut sa)?;
+        let (bb, lb) = operand(op, bufs[2], b.layout(), O::DTYPE, shape, &mut sb)?;
+        let lc = expand_layout(cond.layout(), shape)?;
+        let r = compute::where_(op, bufs[0], &lc, ab, &la, bb, &lb)?;
+        wrap::<O>(op, r, shape)
+    })
+}
+
+/// A copy of `t` with `value` where `mask` (its layout `lm` already broadcast to `t`'s shape)
+/// is true.
+pub(crate) fn masked_fill<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    mask: &DynTensor<bool>,
+    lm: &Layout,
+    value: E,
+) -> Result<DynTensor<E>> {
+    let storages = [mask.storage() as &dyn AnyStorage, t.storage()];
+    with_cuda_read(op, &storages, |bufs| {
+        let v = CudaBuffer::from_host(op, bufs[1].cuda_device(), &[value])?;
+        let lv = scalar_layout(t.shape())?;
+        let r = compute::where_(op, bufs[0], lm, &v, &lv, bufs[1], t.layout())?;
+        wrap::<E>(op, r, t.shape())
+    })
+}
+
+/// `value` written through the view `dst` where `mask` (already broadcast to its shape and
+/// not sharing its storage, see `ops::inplace_source`) is true; `dst` is writable.
+pub(crate) fn masked_fill_<E: Element>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    mask: &DynTensor<bool>,
+    value: E,
+) -> Result<()> {
+    if dst.device() != mask.device() {
+        return Err(mixed_devices(op, dst.device(), mask.device()));
+    }
+    with_write_read_buffers(dst.storage(), mask.storage(), |d, m| {
+        let (Buffer::Cuda(d), Buffer::Cuda(m)) = (d, m) else {
+            return Err(Error::new(ErrorKind::Device, op, "expected CUDA tensors"));
+        };
+        let shape = dst.shape();
+        let v = CudaBuffer::from_host(op, d.cuda_device(), &[value])?;
+        let lv = scalar_layout(shape)?;
+        let r = compute::where_(op, m, mask.layout(), &v, &lv, d, dst.layout())?;
+        copy::copy(op, d, dst.layout(), &r, &Layout::contiguous(shape)?)
+    })
+}
+
+/// `tensors` joined along `d` into `out_shape` (checked by `ops::join`): the result is
+/// allocated on the device and each part copied into its slice of it.
+pub(crate) fn cat<E: Element>(
+    op: &'static str,
+    tensors: &[&DynTensor<E>],
+    d: usize,
+    out_shape: &[usize],
+) -> Result<DynTensor<E>> {
+    let storages: Vec<&dyn AnyStorage> = tensors
+        .iter()
+        .map(|t| t.storage() as &dyn AnyStorage)
+        .collect();
+    with_cuda_read(op, &storages, |bufs| {
+        let full = Layout::contiguous(out_shape)?;
+        let mut out = CudaBuffer::alloc(op, bufs[0].cuda_device(), E::DTYPE, full.numel())?;
+        let mut at = 0;
+        for (buf, t) in bufs.iter().zip(tensors) {
+            let len = t.shape()[d];
+            let part = full.narrow(d as isize, at as isize, len)?;
+            copy::copy(op, &mut out, &part, buf, t.layout())?;
+            at += len;
+        }
+        DynTensor::from_contiguous_buffer(Buffer::Cuda(out), out_shape)
+    })
+}
+
+/// Fails unless every element of the `i64` view `(index, layout)` is in `0..shape[dim]`.
+///
+/// The check runs before any indexed read is launched: the minimum and the maximum of the
+/// indices are reduced on the device and copied back (two scalars), so an out-of-range index
+/// is an [`ErrorKind::IndexOutOfRange`] error with the CPU's message, reporting the smallest
+/// negative or else the largest too-large index (the CPU reports the first in order).
+fn check_index_range(
+    op: &'static str,
+    index: &CudaBuffer,
+    layout: &Layout,
+    dim: usize,
+    shape: &[usize],
+) -> Result<()> {
+    if layout.numel() == 0 {
+        return Ok(());
+    }
+    let flat = if layout.rank() == 0 {
+        layout.unsqueeze(0)?
+    } else {
+        layout.clone()
+    };
+    let all = vec![true; flat.rank()];
+    let lo = reduce_buf(op, ReduceOp::Min, index, &flat, &all)?.read::<i64>(op, 0, 1)?[0];
+    let hi = reduce_buf(op, ReduceOp::Max, index, &flat, &all)?.read::<i64>(op, 0, 1)?[0];
+    let size = shape[dim];
+    let bad = if lo < 0 {
+        lo
+    } else if hi as u64 >= size as u64 {
+        hi
+    } else {
+        return Ok(());
+    };
+    Err(Error::new(
+        ErrorKind::IndexOutOfRange,
+        op,
+        format!("index {bad} is out of range for dim {dim} of size {size} (shape {shape:?})"),
+    ))
+}
+
+/// The source view of an indexed read: `t`'s layout at `sizes` with stride 0 in `d`.
+fn indexed_source(t: &Layout, sizes: &[usize], d: usize) -> Layout {
+    let mut strides = t.strides().to_vec();
+    strides[d] = 0;
+    Layout::from_parts_unchecked(sizes.to_vec(), strides, t.offset())
+}
+
+/// `index_select` along the normalised dim `d` with a 1-D (or 0-d) `index` (see
+/// `ops::index_select`).
+pub(crate) fn index_select<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    d: usize,
+    index: &DynTensor<i64>,
+) -> Result<DynTensor<E>> {
+    let storages = [t.storage() as &dyn AnyStorage, index.storage()];
+    with_cuda_read(op, &storages, |bufs| {
+        check_index_range(op, bufs[1], index.layout(), d, t.shape())?;
+        let mut shape = t.shape().to_vec();
+        shape[d] = index.numel();
+        let ls = indexed_source(t.layout(), &shape, d);
+        let mut istrides = vec![0; shape.len()];
+        if index.dim() == 1 {
+            istrides[d] = index.stride()[0];
+        }
+        let li = Layout::from_parts_unchecked(shape.clone(), istrides, index.storage_offset());
+        let r = compute::index(op, bufs[0], &ls, bufs[1], &li, t.stride()[d], t.shape()[d])?;
+        wrap::<E>(op, r, &shape)
+    })
+}
+
+/// `gather` along the normalised dim `d` (shapes checked by `ops::index_select`).
+pub(crate) fn gather<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    d: usize,
+    index: &DynTensor<i64>,
+) -> Result<DynTensor<E>> {
+    let storages = [t.storage() as &dyn AnyStorage, index.storage()];
+    with_cuda_read(op, &storages, |bufs| {
+        check_index_range(op, bufs[1], index.layout(), d, t.shape())?;
+        let ls = indexed_source(t.layout(), index.shape(), d);
+        let r = compute::index(
+            op,
+            bufs[0],
+            &ls,
+            bufs[1],
+            index.layout(),
+            t.stride()[d],
+            t.shape()[d],
+        )?;
+        wrap::<E>(op, r, index.shape())
+    })
+}
+
+/// A contiguous copy of `t` reversed along every dim where `flip` is true: one strided copy
+/// whose flipped dims start at their last element and step back (strides modulo 2^64, see
+/// `copy::cast_strided`).
+pub(crate) fn flip<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    flip: &[bool],
+) -> Result<DynTensor<E>> {
+    with_cuda_read(op, &[t.storage() as &dyn AnyStorage], |b| {
+        let r = if t.numel() == 0 {
+            copy::cast(op, b[0], t.layout(), E::DTYPE)?
+        } else {
+            let (sizes, mut offset) = (t.shape(), t.storage_offset());
+            let strides: Vec<usize> = (0..t.dim())
+                .map(|d| {
+                    let s = t.stride()[d];
+                    if flip[d] {
+                        offset += (sizes[d] - 1) * s;
+                        s.wrapping_neg()
+                    } else {
+                        s
+                    }
+                })
+                .collect();
+            copy::cast_strided(op, b[0], sizes, &strides, offset, E::DTYPE)?
+        };
+        wrap::<E>(op, r, t.shape())
+    })
+}
+
+/// The elements of `layout` (a view over `t`'s storage, e.g. `repeat`'s stride-0 tiling) in a
+/// new contiguous tensor of `shape` (the same number of elements).
+pub(crate) fn gather_view<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    layout: &Layout,
+    shape: &[usize],
+) -> Result<DynTensor<E>> {
+    with_cuda_read(op, &[t.storage() as &dyn AnyStorage], |b| {
+        let r = copy::cast(op, b[0], layout, E::DTYPE)?;
+        wrap::<E>(op, r, shape)
+    })
+}
+
+/// `tril` (`lower`) or `triu` of `t` (rank ≥ 2, checked by the caller): a `[m, n]` keep-mask
+/// built on the host and uploaded, broadcast over the batch, then a select against zero.
+pub(crate) fn triangle<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    diagonal: isize,
+    lower: bool,
+) -> Result<DynTensor<E>> {
+    with_cuda_read(op, &[t.storage() as &dyn AnyStorage], |b| {
+        let shape = t.shape();
+        let r = shape.len();
+        let (m, n) = (shape[r - 2], shape[r - 1]);
+        let keep: Vec<bool> = (0..m * n)
+            .map(|k| {
+                let (i, j) = ((k / n) as isize, (k % n) as isize);
+                if lower {
+                    j <= i.saturating_add(diagonal)
+                } else {
+                    j >= i.saturating_add(diagonal)
+                }
+            })
+            .collect();
+        let mask = CudaBuffer::from_host(op, b[0].cuda_device(), &keep)?;
+        let lm = expand_layout(&Layout::contiguous(&[m, n])?, shape)?;
+        let zero = scalar_buf(op, b[0], E::DTYPE, 0.0)?;
+        let res = compute::where_(
+            op,
+            &mask,
+            &lm,
+            b[0],
+            t.layout(),
+            &zero,
+            &scalar_layout(shape)?,
+        )?;
+        wrap::<E>(op, res, shape)
+    })
+}
+
+/// `cumsum` / `cumprod` (`prod`) of `t` seen as `[outer, len, inner]` around the scanned
+/// dim, into `O` (`SumOutput`): the input is converted to `O` on the device, then scanned by
+/// `compute::scan` (one thread per lane; accumulation in f64 or wrapping i64, as the CPU).
+pub(crate) fn scan<E: Element, O: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    len: usize,
+    inner: usize,
+    prod: bool,
+) -> Result<DynTensor<O>> {
+    with_cuda_read(op, &[t.storage() as &dyn AnyStorage], |b| {
+        let x = copy::cast(op, b[0], t.layout(), O::DTYPE)?;
+        let lane = len * inner;
+        let outer = t.numel().checked_div(lane).unwrap_or(0);
+        let r = compute::scan(op, &x, outer, len, inner, prod)?;
+        wrap::<O>(op, r, t.shape())
+    })
+}

@@ -1,5 +1,6 @@
 //! `flip`: a copy with some dims reversed.
 
+use super::on_cuda;
 use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -39,6 +40,7 @@ impl<E: Element> DynTensor<E> {
                 ));
             }
         }
+        on_cuda!([self], super::cuda::flip("flip", self, &flip));
         let data = {
             let guard = self.storage().read();
             cpu::flip_to_vec(guard.cpu("flip")?, self.layout(), &flip)

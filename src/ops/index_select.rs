@@ -5,6 +5,7 @@
 //! indices are out of range); every index is checked before anything is copied, and one out
 //! of range is an [`ErrorKind::IndexOutOfRange`] error, never a panic or an out-of-bounds read.
 
+use super::on_cuda;
 use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -81,6 +82,7 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
+        on_cuda!([self, index], super::cuda::index_select(OP, self, d, index));
         let idx: Vec<usize> = {
             let guard = index.storage().read();
             let slice = guard.cpu(OP)?;
@@ -142,6 +144,7 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
+        on_cuda!([self, index], super::cuda::gather(OP, self, d, index));
         let data = with_read2(OP, self.storage(), index.storage(), |src, idx| {
             check_indices(OP, index, idx, d, self.shape())?;
             Ok::<_, Error>(cpu::gather(src, self.layout(), d, idx, index.layout()))

@@ -137,6 +137,15 @@ fn cat_as<E: Element>(
     }
     checked_numel(&out_shape)
         .ok_or_else(|| Error::overflow(op, format!("the result shape {out_shape:?}")))?;
+    // One device check per part; any part off the CPU sends the whole join to the device
+    // path, which refuses parts on two devices.
+    #[cfg(feature = "cuda")]
+    if tensors
+        .iter()
+        .any(|t| t.device() != crate::device::Device::Cpu)
+    {
+        return crate::ops::cuda::cat(op, tensors, d, &out_shape);
+    }
     let storages: Vec<_> = tensors.iter().map(|t| t.storage()).collect();
     let data = with_read_all(op, &storages, |slices| {
         let parts: Vec<_> = slices

@@ -43,6 +43,10 @@ fn scan_impl<E: Element>(
     prod: bool,
 ) -> Result<DynTensor<SumOutput<E>>> {
     let (n, inner) = around(op, t.shape(), dim)?;
+    on_cuda!(
+        [t],
+        super::cuda::scan::<E, SumOutput<E>>(op, t, n, inner, prod)
+    );
     let mut buf = gather_as::<E, SumOutput<E>>(op, t)?;
     if <SumOutput<E> as Element>::DTYPE.is_float() {
         if prod {

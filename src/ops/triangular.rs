@@ -1,5 +1,6 @@
 //! `tril` and `triu`: copies keeping the lower or upper triangle of the last two dims.
 
+use super::on_cuda;
 use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -63,6 +64,7 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
+        on_cuda!([self], super::cuda::triangle(op, self, diagonal, lower));
         let (m, n) = (self.shape()[r - 2], self.shape()[r - 1]);
         let mut data = {
             let guard = self.storage().read();

@@ -272,3 +272,162 @@ pub(crate) fn softmax(
         .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
 }
+
+/// `cond ? a : b` elementwise (`select.cu`): the three layouts have the output's sizes (a
+/// broadcast dim has stride 0), `cond` is `bool` and `a`, `b` share the output's dtype.
+pub(crate) fn where_(
+    op: &'static str,
+    cond: &CudaBuffer,
+    lc: &Layout,
+    a: &CudaBuffer,
+    la: &Layout,
+    b: &CudaBuffer,
+    lb: &Layout,
+) -> Result<CudaBuffer> {
+    check_pair(op, a, la, b, lb)?;
+    same_device(op, cond, a)?;
+    if cond.dtype() != DType::Bool || lc.sizes() != la.sizes() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "the condition must be a bool view of the output's shape {:?}, got {} {:?}",
+                la.sizes(),
+                cond.dtype(),
+                lc.sizes()
+            ),
+        ));
+    }
+    let dev = a.cuda_device();
+    let n = la.numel();
+    let mut out = CudaBuffer::alloc(op, dev, a.dtype(), n)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let kernel = Kernel::where_(a.dtype());
+    let f = dev.function(op, &kernel)?;
+    let [kc, ka, kb] = kernel_layouts(
+        op,
+        la.sizes(),
+        [lc.strides(), la.strides(), lb.strides()],
+        [lc.offset(), la.offset(), lb.offset()],
+    )?;
+    let n64 = n as u64;
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(cond.slice())
+        .arg(&kc)
+        .arg(a.slice())
+        .arg(&ka)
+        .arg(b.slice())
+        .arg(&kb)
+        .arg(&n64);
+    // SAFETY: matches `nt_where_T(T* out, const bool*, NtLayout, const T*, NtLayout,
+    // const T*, NtLayout, u64 n)`; every layout fits its buffer and `out` holds n.
+    unsafe { args.launch(elementwise_config(n)) }
+        .map_err(|e| driver(op, a.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
+/// Indexed reads along one dim (`select.cu`): a contiguous buffer in the shape `ls.sizes()`
+/// whose element `i` is `src[position(ls, i) + index[position(li, i)] * dstride]`.
+///
+/// `ls` is the source's view at the output's sizes with stride 0 in the indexed dim, whose
+/// stride in the source is `dstride` and whose size is `size`; `li` is the `i64` index's view
+/// at the output's sizes. Every index must be in `0..size`: the caller checks that before
+/// calling (`ops::cuda::check_index_range`); the kernel still never reads outside the source
+/// for one that is not (it stores zero).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn index(
+    op: &'static str,
+    src: &CudaBuffer,
+    ls: &Layout,
+    index: &CudaBuffer,
+    li: &Layout,
+    dstride: usize,
+    size: usize,
+) -> Result<CudaBuffer> {
+    same_device(op, src, index)?;
+    if index.dtype() != DType::I64 || ls.sizes() != li.sizes() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "the index must be an i64 view of the output's shape {:?}, got {} {:?}",
+                ls.sizes(),
+                index.dtype(),
+                li.sizes()
+            ),
+        ));
+    }
+    let dev = src.cuda_device();
+    let n = ls.numel();
+    let mut out = CudaBuffer::alloc(op, dev, src.dtype(), n)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let kernel = Kernel::index(src.dtype());
+    let f = dev.function(op, &kernel)?;
+    let [ks, ki] = kernel_layouts(
+        op,
+        ls.sizes(),
+        [ls.strides(), li.strides()],
+        [ls.offset(), li.offset()],
+    )?;
+    let (dstride64, size64, n64) = (dstride as u64, size as u64, n as u64);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(src.slice())
+        .arg(&ks)
+        .arg(index.slice())
+        .arg(&ki)
+        .arg(&dstride64)
+        .arg(&size64)
+        .arg(&n64);
+    // SAFETY: matches `nt_index_T(T* out, const T* src, NtLayout, const i64* idx, NtLayout,
+    // u64 dstride, u64 size, u64 n)`; `ls` with any index in 0..size in the indexed dim stays
+    // within the source view, which fits `src`; the kernel skips other indices; `out` holds n.
+    unsafe { args.launch(elementwise_config(n)) }
+        .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
+/// Inclusive running sum (or product with `prod`) along the middle dim of the contiguous
+/// `[outer, len, inner]` buffer `src` (`select.cu`), into a new buffer of the same dtype,
+/// which must be a float (accumulated in f64) or `i64` (wrapping). One thread per
+/// `(outer, inner)` lane walks its `len` elements in order (see the kernel).
+pub(crate) fn scan(
+    op: &'static str,
+    src: &CudaBuffer,
+    outer: usize,
+    len: usize,
+    inner: usize,
+    prod: bool,
+) -> Result<CudaBuffer> {
+    if !super::kernels::scan_supports(src.dtype()) {
+        return Err(unsupported(op, "a running sum or product", src.dtype()));
+    }
+    let dev = src.cuda_device();
+    let n = outer * len * inner;
+    debug_assert!(src.len() >= n);
+    let mut out = CudaBuffer::alloc(op, dev, src.dtype(), n)?;
+    let lanes = outer * inner;
+    if n == 0 {
+        return Ok(out);
+    }
+    let kernel = Kernel::scan(src.dtype());
+    let f = dev.function(op, &kernel)?;
+    let (lanes64, len64, inner64, prod32) = (lanes as u64, len as u64, inner as u64, prod as i32);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(src.slice())
+        .arg(&lanes64)
+        .arg(&len64)
+        .arg(&inner64)
+        .arg(&prod32);
+    // SAFETY: matches `nt_scan_T(T* out, const T* in, u64 lanes, u64 len, u64 inner,
+    // int prod)`; both buffers hold outer * len * inner elements.
+    unsafe { args.launch(elementwise_config(lanes)) }
+        .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}

@@ -35,8 +35,29 @@ pub(crate) fn cast(
     layout: &Layout,
     dtype: DType,
 ) -> Result<CudaBuffer> {
+    cast_strided(
+        op,
+        src,
+        layout.sizes(),
+        layout.strides(),
+        layout.offset(),
+        dtype,
+    )
+}
+
+/// [`cast`] of the view `(sizes, strides, offset)`, whose strides are taken modulo 2^64 as the
+/// kernels compute positions: a stride of `s.wrapping_neg()` walks backwards (`flip`). Every
+/// position the view reaches must lie in `src`.
+pub(crate) fn cast_strided(
+    op: &'static str,
+    src: &CudaBuffer,
+    sizes: &[usize],
+    strides: &[usize],
+    offset: usize,
+    dtype: DType,
+) -> Result<CudaBuffer> {
     let dev = src.cuda_device();
-    let n = layout.numel();
+    let n: usize = sizes.iter().product();
     let mut out = CudaBuffer::alloc(op, dev, dtype, n)?;
     if n == 0 {
         return Ok(out);
@@ -44,13 +65,8 @@ pub(crate) fn cast(
     // A copy into the contiguous layout of the same sizes.
     let kernel = Kernel::copy(src.dtype(), dtype);
     let f = dev.function(op, &kernel)?;
-    let out_strides = contiguous_strides(layout.sizes()).expect("numel is checked in layouts");
-    let [out_l, src_l] = kernel_layouts(
-        op,
-        layout.sizes(),
-        [&out_strides, layout.strides()],
-        [0, layout.offset()],
-    )?;
+    let out_strides = contiguous_strides(sizes).expect("numel is checked in layouts");
+    let [out_l, src_l] = kernel_layouts(op, sizes, [&out_strides, strides], [0, offset])?;
     let n64 = n as u64;
     let mut args = dev.stream().launch_builder(&f);
     args.arg(out.slice_mut())
@@ -60,7 +76,7 @@ pub(crate) fn cast(
         .arg(&n64);
     // SAFETY: the arguments match `nt_copy_S_D(D*, NtLayout, const S*, NtLayout, u64 n)`;
     // `out_l` is the contiguous layout of `n` elements of D, and `src_l` stays within `src`
-    // (the layout fits its storage).
+    // (the caller's view fits its storage).
     unsafe { args.launch(elementwise_config(n)) }
         .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)

@@ -25,17 +25,20 @@ pub(crate) enum Source {
     Reduce,
     /// Softmax and log-softmax over contiguous rows.
     Softmax,
+    /// Ternary select, indexed reads, scans along one dim.
+    Select,
 }
 
 impl Source {
     /// Every source file.
     #[cfg_attr(not(test), allow(dead_code))] // the compile-everything test walks them
-    pub(crate) const ALL: [Source; 5] = [
+    pub(crate) const ALL: [Source; 6] = [
         Source::Copy,
         Source::Unary,
         Source::Binary,
         Source::Reduce,
         Source::Softmax,
+        Source::Select,
     ];
 
     /// The file's CUDA C text.
@@ -46,6 +49,7 @@ impl Source {
             Source::Binary => include_str!("kernels/binary.cu"),
             Source::Reduce => include_str!("kernels/reduce.cu"),
             Source::Softmax => include_str!("kernels/softmax.cu"),
+            Source::Select => include_str!("kernels/select.cu"),
         }
     }
 
@@ -57,6 +61,7 @@ impl Source {
             Source::Binary => "binary.cu",
             Source::Reduce => "reduce.cu",
             Source::Softmax => "softmax.cu",
+            Source::Select => "select.cu",
         }
     }
 }
@@ -79,6 +84,12 @@ pub(crate) fn type_name(dtype: DType) -> &'static str {
 
 fn numeric(dtype: DType) -> bool {
     dtype != DType::Bool
+}
+
+/// Whether the scan kernel is defined for `dtype`: the result types of `cumsum`/`cumprod`
+/// (floats, which accumulate in f64, and `i64`).
+pub(crate) fn scan_supports(dtype: DType) -> bool {
+    dtype.is_float() || dtype == DType::I64
 }
 
 macro_rules! op_enum {
@@ -315,6 +326,21 @@ impl Kernel {
         Kernel::new(Source::Softmax, "softmax", &[type_name(dtype)])
     }
 
+    /// `cond ? a : b` elementwise on `dtype` (any dtype; the condition is `bool`).
+    pub(crate) fn where_(dtype: DType) -> Kernel {
+        Kernel::new(Source::Select, "where", &[type_name(dtype)])
+    }
+
+    /// Reads of `dtype` elements at `i64` indices along one dim (any dtype).
+    pub(crate) fn index(dtype: DType) -> Kernel {
+        Kernel::new(Source::Select, "index", &[type_name(dtype)])
+    }
+
+    /// Running sum or product along one dim (check [`scan_supports`] first).
+    pub(crate) fn scan(dtype: DType) -> Kernel {
+        Kernel::new(Source::Select, "scan", &[type_name(dtype)])
+    }
+
     /// The program NVRTC compiles for this kernel alone.
     pub(crate) fn program(&self) -> String {
         program(self.source, std::slice::from_ref(self))
@@ -367,6 +393,11 @@ pub(crate) fn all_kernels() -> Vec<Kernel> {
         if s.is_float() {
             all.push(Kernel::softmax(s));
         }
+        all.push(Kernel::where_(s));
+        all.push(Kernel::index(s));
+        if scan_supports(s) {
+            all.push(Kernel::scan(s));
+        }
     }
     all
 }
@@ -384,6 +415,10 @@ mod tests {
         assert_eq!(k.instance, "NT_REDUCE(argmax, f16)");
         assert_eq!(k.name, "nt_reduce_argmax_f16");
         assert_eq!(Kernel::fill(DType::Bool).name, "nt_fill_bool");
+        assert_eq!(Kernel::where_(DType::BF16).instance, "NT_WHERE(bf16)");
+        assert_eq!(Kernel::index(DType::I8).name, "nt_index_i8");
+        assert_eq!(Kernel::scan(DType::I64).name, "nt_scan_i64");
+        assert!(scan_supports(DType::F16) && !scan_supports(DType::I32));
         assert!(
             Kernel::softmax(DType::F64)
                 .program()

@@ -82,7 +82,7 @@ impl KernelLayout {
         }
         let mut pos = self.offset;
         for d in (0..self.rank as usize).rev() {
-            pos += (i % self.sizes[d]) * self.strides[d];
+            pos = pos.wrapping_add((i % self.sizes[d]).wrapping_mul(self.strides[d]));
             i /= self.sizes[d];
         }
         pos
@@ -103,7 +103,10 @@ pub(crate) fn coalesce<const N: usize>(
             continue;
         }
         if let Some(last) = out_sizes.last_mut() {
-            let mergeable = (0..N).all(|k| out_strides[k].last() == Some(&(strides[k][d] * size)));
+            // Strides are taken modulo 2^64, as the kernels do (a wrapped stride walks
+            // backwards), so the merge test wraps too.
+            let mergeable =
+                (0..N).all(|k| out_strides[k].last() == Some(&strides[k][d].wrapping_mul(size)));
             if mergeable {
                 *last *= size;
                 for k in 0..N {
@@ -231,6 +234,32 @@ mod tests {
         for i in 0..24 {
             assert_eq!(c.position(i), i);
         }
+    }
+
+    #[test]
+    fn wrapped_strides_walk_backwards_and_still_coalesce() {
+        // `flip` of dims 0 and 2 of a contiguous [2, 3, 4]: strides -12, 4, -1 modulo 2^64,
+        // starting at the last element of each flipped dim.
+        let neg = |s: usize| s.wrapping_neg();
+        let strides = [neg(12), 4, neg(1)];
+        let [k] = kernel_layouts("flip", &[2, 3, 4], [&strides], [12 + 3]).unwrap();
+        let got: Vec<u64> = (0..24).map(|i| k.position(i)).collect();
+        let mut want = vec![];
+        for a in (0..2u64).rev() {
+            for b in 0..3u64 {
+                for c in (0..4u64).rev() {
+                    want.push(a * 12 + b * 4 + c);
+                }
+            }
+        }
+        assert_eq!(got, want);
+        // a fully reversed contiguous view merges into one dim of stride -1
+        let [k] = kernel_layouts("flip", &[2, 3], [&[neg(3), neg(1)]], [5]).unwrap();
+        assert_eq!((k.rank, k.strides[0]), (1, u64::MAX));
+        assert_eq!(
+            (0..6).map(|i| k.position(i)).collect::<Vec<_>>(),
+            [5, 4, 3, 2, 1, 0]
+        );
     }
 
     #[test]

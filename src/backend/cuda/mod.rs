@@ -11,6 +11,7 @@
 //! | `copy.rs` | gather/cast, strided copy, fill (the core operations) |
 //! | `compute.rs` | unary, binary, comparison, reduction and softmax kernels (called by `ops/cuda.rs`, which maps the tensor operations onto them) |
 //! | `blas.rs` | matrix products through cuBLAS |
+//! | `kernels/select.cu` (via `compute.rs`) | `where`/`masked_fill`/`tril` select, `index_select`/`gather` reads (indices range-checked on the device before launch), `cumsum`/`cumprod` scans (one thread per lane) |
 //! | `error.rs` | driver/NVRTC/cuBLAS codes as [`ErrorKind::Device`](crate::ErrorKind) errors |
 //!
 //! What a machine needs at run time: the NVIDIA driver (`libcuda.so`) for any CUDA tensor,

@@ -100,9 +100,14 @@ fn nvrtc_compiles_every_softmax_kernel() {
 }
 
 #[test]
+fn nvrtc_compiles_every_select_kernel() {
+    compile_every_kernel_of(Source::Select);
+}
+
+#[test]
 fn nvrtc_tests_cover_every_source_file() {
     // one `nvrtc_compiles_every_*` test per file above
-    assert_eq!(Source::ALL.len(), 5);
+    assert_eq!(Source::ALL.len(), 6);
 }
 
 #[test]

@@ -1,0 +1,91 @@
+// Selection and scans: ternary select (`where`, `masked_fill`, `tril`/`triu`), indexed reads
+// (`index_select`, `gather`) and running sums/products along one dim (`cumsum`, `cumprod`).
+//
+// Instantiated by the host per dtype: NT_WHERE(T), NT_INDEX(T), NT_SCAN(T).
+
+// out[i] = cond[position(lc, i)] ? a[position(la, i)] : b[position(lb, i)], `out` contiguous.
+// All three layouts have the output's sizes (broadcast dims have stride 0); `a` and `b` are
+// already of the output's type (the host converts them first).
+template <typename T>
+__device__ void nt_where_impl(T* out, const bool* cond, NtLayout lc, const T* a, NtLayout la,
+                              const T* b, NtLayout lb, nt_u64 n) {
+    NT_FOR_EACH(i, n) {
+        out[i] = cond[nt_position(lc, i)] ? a[nt_position(la, i)] : b[nt_position(lb, i)];
+    }
+}
+
+// out[i] = src[position(ls, i) + idx[position(li, i)] * dstride], `out` contiguous. `ls` is the
+// source's layout at the output's sizes with stride 0 in the indexed dim, whose stride in the
+// source is `dstride` (in elements) and whose size is `size`. The host has checked that every
+// index is in 0..size before the launch; an index outside it (which cannot reach here) is
+// still never read through: it stores zero.
+template <typename T>
+__device__ void nt_index_impl(T* out, const T* src, NtLayout ls, const nt_i64* idx, NtLayout li,
+                              nt_u64 dstride, nt_u64 size, nt_u64 n) {
+    NT_FOR_EACH(i, n) {
+        nt_i64 v = idx[nt_position(li, i)];
+        if (v < 0 || (nt_u64)v >= size) {
+            out[i] = nt_traits<T>::from_bits(0);
+        } else {
+            out[i] = src[nt_position(ls, i) + (nt_u64)v * dstride];
+        }
+    }
+}
+
+// The accumulator of a scan: f64 for float elements, wrapping i64 for integer ones (as the CPU
+// backend's scan), rounded to T on every store but never in the running value.
+template <typename T, bool F = nt_traits<T>::is_float> struct nt_scan_acc;
+template <typename T> struct nt_scan_acc<T, true> {
+    typedef double A;
+    NT_HD static A load(T v) { return nt_traits<T>::to_f64(v); }
+    NT_HD static T store(A a) { return nt_traits<T>::from_f64(a); }
+};
+template <typename T> struct nt_scan_acc<T, false> {
+    typedef nt_i64 A;
+    NT_HD static A load(T v) { return nt_traits<T>::to_i64(v); }
+    NT_HD static T store(A a) { return nt_traits<T>::from_i64(a); }
+};
+
+// Inclusive scan of a contiguous [outer, len, inner] buffer along its middle dim, from `in`
+// into `out` (both contiguous, same shape). One thread per (outer, inner) lane walks its `len`
+// elements in order: simple and exact in order of accumulation, with no parallelism along the
+// scanned dim (adjacent threads read adjacent columns, so reads coalesce when inner > 1).
+template <typename T>
+__device__ void nt_scan_impl(T* out, const T* in, nt_u64 lanes, nt_u64 len, nt_u64 inner,
+                             int prod) {
+    typedef nt_scan_acc<T> acc_t;
+    typedef typename acc_t::A A;
+    NT_FOR_EACH(l, lanes) {
+        nt_u64 o = l / inner;
+        nt_u64 c = l - o * inner;
+        nt_u64 base = o * len * inner + c;
+        A acc = prod ? (A)1 : (A)0;
+#pragma unroll 1
+        for (nt_u64 k = 0; k < len; ++k) {
+            nt_u64 at = base + k * inner;
+            A x = acc_t::load(in[at]);
+            acc = prod ? nt_wrap_mul(acc, x) : nt_wrap_add(acc, x);
+            out[at] = acc_t::store(acc);
+        }
+    }
+}
+
+#define NT_WHERE(T)                                                                          \
+    extern "C" __global__ void nt_where_##T(nt_t_##T* out, const bool* cond, NtLayout lc,   \
+                                            const nt_t_##T* a, NtLayout la,                  \
+                                            const nt_t_##T* b, NtLayout lb, nt_u64 n) {      \
+        nt_where_impl<nt_t_##T>(out, cond, lc, a, la, b, lb, n);                            \
+    }
+
+#define NT_INDEX(T)                                                                          \
+    extern "C" __global__ void nt_index_##T(nt_t_##T* out, const nt_t_##T* src, NtLayout ls, \
+                                            const nt_i64* idx, NtLayout li, nt_u64 dstride,  \
+                                            nt_u64 size, nt_u64 n) {                         \
+        nt_index_impl<nt_t_##T>(out, src, ls, idx, li, dstride, size, n);                   \
+    }
+
+#define NT_SCAN(T)                                                                           \
+    extern "C" __global__ void nt_scan_##T(nt_t_##T* out, const nt_t_##T* in, nt_u64 lanes, \
+                                           nt_u64 len, nt_u64 inner, int prod) {             \
+        nt_scan_impl<nt_t_##T>(out, in, lanes, len, inner, prod);                           \
+    }
