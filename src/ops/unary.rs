@@ -2,21 +2,21 @@
 //! types, and sign/magnitude operations (`neg`, `abs`, `clamp`, `relu`, …) for every numeric
 //! type. Each has an in-place form ending in `_`.
 
-use super::{C, map, map_inplace};
+use super::{C, map, map_inplace, map_inplace_vec, map_vec};
 use crate::backend::cpu::num::{Native, NativeFloat};
 use crate::dtype::{Element, Float, Numeric};
 use crate::error::Result;
 use crate::tensor::{DynTensor, or_panic};
 
 macro_rules! unary_ops {
-    ($bound:ident; $(
+    ($bound:ident, $map:ident, $map_inplace:ident; $(
         $(#[doc = $doc:literal])*
         $name:ident, $name_:ident, $try_name_:ident: |$x:ident| $body:expr;
     )*) => {
         impl<E: $bound> DynTensor<E> {$(
             $(#[doc = $doc])*
             pub fn $name(&self) -> DynTensor<E> {
-                or_panic(map::<E, C<E>, C<E>, E>(stringify!($name), self, |$x: C<E>| $body))
+                or_panic($map::<E, C<E>, C<E>, E>(stringify!($name), self, #[inline(always)] |$x: C<E>| $body))
             }
 
             #[doc = concat!("[`DynTensor::", stringify!($name), "`] in place: overwrites every \
@@ -43,14 +43,16 @@ macro_rules! unary_ops {
             #[doc = concat!("assert!(t.", stringify!($try_name_), "().is_err());")]
             /// ```
             pub fn $try_name_(&self) -> Result<&Self> {
-                map_inplace::<E, C<E>>(stringify!($name_), self, |$x: C<E>| $body)?;
+                $map_inplace::<E, C<E>>(stringify!($name_), self, #[inline(always)] |$x: C<E>| $body)?;
                 Ok(self)
             }
         )*}
     };
 }
 
-unary_ops! { Float;
+// Float math is bound by arithmetic (exp, sigmoid) or by rounding instructions missing from
+// baseline x86-64 (floor, round): its loops are compiled for the CPU's vector instructions.
+unary_ops! { Float, map_vec, map_inplace_vec;
     /// `e^x`.
     ///
     /// ```
@@ -194,7 +196,7 @@ unary_ops! { Float;
     recip, recip_, try_recip_: |x| <C<E> as NativeFloat>::c(1.0).ndiv(x);
 }
 
-unary_ops! { Numeric;
+unary_ops! { Numeric, map, map_inplace;
     /// `-x` (integers wrap: `-(-128i8) == -128`).
     ///
     /// ```

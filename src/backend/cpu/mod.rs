@@ -10,6 +10,7 @@ pub(crate) mod scan;
 mod select;
 mod shape;
 mod transpose;
+pub(crate) mod vmath;
 
 pub(crate) use copy::{copy_strided, fill_strided, gather_to_vec, map_to_vec};
 pub(crate) use matmul::{Batched, matmul};
