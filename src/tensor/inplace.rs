@@ -172,9 +172,7 @@ impl<E: Element> DynTensor<E> {
         let same = src.storage.lock_order() == self.storage.lock_order();
         let src = if same { src.clone() } else { src };
         with_write_read("copy_", &self.storage, &src.storage, |dst, s| {
-            crate::backend::cpu::copy_strided(dst, &self.layout, s, &src.layout, |x: F| {
-                x.cast::<E>()
-            })
+            crate::backend::cpu::copy_cast(dst, &self.layout, s, &src.layout)
         })?;
         Ok(self)
     }
