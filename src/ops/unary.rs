@@ -5,7 +5,7 @@
 use super::{C, map, map_inplace, map_inplace_vec, map_vec};
 use crate::backend::cpu::num::{Native, NativeFloat};
 use crate::dtype::{Element, Float, Numeric};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::{DynTensor, or_panic};
 
 macro_rules! unary_ops {
@@ -273,9 +273,29 @@ impl<E: Float> DynTensor<E> {
     }
 }
 
+/// An error for float bounds on an integer tensor: PyTorch would promote the result to a float
+/// tensor, which these methods (returning the tensor's own type) cannot do; truncating the
+/// bounds instead would silently change the result.
+fn check_bounds<E: Element, S: Element>(op: &'static str) -> Result<()> {
+    if S::DTYPE.is_float() && !E::DTYPE.is_float() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "{} bounds on a {} tensor: PyTorch promotes the result to a float tensor; \
+                 convert the tensor first (e.g. `.to_dtype::<f32>()`) or pass integer bounds",
+                S::DTYPE,
+                E::DTYPE
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl<E: Numeric> DynTensor<E> {
     /// Limits every element to `[min, max]` (both converted to the tensor's compute type; NaN
-    /// stays NaN; if `min > max` every element becomes `max`, as in PyTorch).
+    /// stays NaN; if `min > max` every element becomes `max`, as in PyTorch). Panics where
+    /// [`DynTensor::try_clamp`] fails.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2.0f32, 0.5, 3.0], &[3]);
@@ -283,41 +303,71 @@ impl<E: Numeric> DynTensor<E> {
     /// let i = namedtensor::DynTensor::from_vec(vec![-2i64, 5, 9], &[3]);
     /// assert_eq!(i.clamp(0, 6).to_vec(), vec![0, 5, 6]);
     /// ```
+    #[track_caller]
     pub fn clamp<S: Element>(&self, min: S, max: S) -> DynTensor<E> {
-        let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
-        or_panic(map::<E, C<E>, C<E>, E>("clamp", self, move |x: C<E>| {
-            x.nmax(lo).nmin(hi)
-        }))
+        or_panic(self.try_clamp(min, max))
     }
 
-    /// Limits every element to at least `min`.
+    /// [`DynTensor::clamp`], or an error for float bounds on an integer tensor (PyTorch
+    /// would return a float tensor; convert the tensor first).
+    ///
+    /// ```
+    /// let i = namedtensor::DynTensor::from_vec(vec![-2i64, 5, 9], &[3]);
+    /// assert!(i.try_clamp(0.5, 6.5).is_err());
+    /// assert_eq!(i.to_dtype::<f32>().clamp(0.5, 6.5).to_vec(), vec![0.5, 5.0, 6.5]);
+    /// ```
+    pub fn try_clamp<S: Element>(&self, min: S, max: S) -> Result<DynTensor<E>> {
+        check_bounds::<E, S>("clamp")?;
+        let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
+        map::<E, C<E>, C<E>, E>("clamp", self, move |x: C<E>| x.nmax(lo).nmin(hi))
+    }
+
+    /// Limits every element to at least `min`. Panics where [`DynTensor::try_clamp_min`]
+    /// fails.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
     /// assert_eq!(t.clamp_min(0).to_vec(), vec![0, 3]);
     /// ```
+    #[track_caller]
     pub fn clamp_min<S: Element>(&self, min: S) -> DynTensor<E> {
-        let lo = min.cast::<C<E>>();
-        or_panic(map::<E, C<E>, C<E>, E>(
-            "clamp_min",
-            self,
-            move |x: C<E>| x.nmax(lo),
-        ))
+        or_panic(self.try_clamp_min(min))
     }
 
-    /// Limits every element to at most `max`.
+    /// [`DynTensor::clamp_min`], or an error for a float bound on an integer tensor.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
+    /// assert!(t.try_clamp_min(0.5).is_err());
+    /// ```
+    pub fn try_clamp_min<S: Element>(&self, min: S) -> Result<DynTensor<E>> {
+        check_bounds::<E, S>("clamp_min")?;
+        let lo = min.cast::<C<E>>();
+        map::<E, C<E>, C<E>, E>("clamp_min", self, move |x: C<E>| x.nmax(lo))
+    }
+
+    /// Limits every element to at most `max`. Panics where [`DynTensor::try_clamp_max`]
+    /// fails.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
     /// assert_eq!(t.clamp_max(0).to_vec(), vec![-2, 0]);
     /// ```
+    #[track_caller]
     pub fn clamp_max<S: Element>(&self, max: S) -> DynTensor<E> {
+        or_panic(self.try_clamp_max(max))
+    }
+
+    /// [`DynTensor::clamp_max`], or an error for a float bound on an integer tensor.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
+    /// assert!(t.try_clamp_max(2.5).is_err());
+    /// ```
+    pub fn try_clamp_max<S: Element>(&self, max: S) -> Result<DynTensor<E>> {
+        check_bounds::<E, S>("clamp_max")?;
         let hi = max.cast::<C<E>>();
-        or_panic(map::<E, C<E>, C<E>, E>(
-            "clamp_max",
-            self,
-            move |x: C<E>| x.nmin(hi),
-        ))
+        map::<E, C<E>, C<E>, E>("clamp_max", self, move |x: C<E>| x.nmin(hi))
     }
 
     /// [`DynTensor::clamp`] in place. Panics where [`DynTensor::try_clamp_`] fails.
@@ -332,13 +382,18 @@ impl<E: Numeric> DynTensor<E> {
         or_panic(self.try_clamp_(min, max))
     }
 
-    /// [`DynTensor::clamp_`], or an error for an expanded (stride-0) view.
+    /// [`DynTensor::clamp_`], or an error for an expanded (stride-0) view or for float bounds
+    /// on an integer tensor; nothing is written then.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::<f32>::ones(&[1]).expand(&[3]);
     /// assert!(t.try_clamp_(0.0, 0.5).is_err());
+    /// let i = namedtensor::DynTensor::from_vec(vec![1i32, 7], &[2]);
+    /// assert!(i.try_clamp_(0.5, 6.5).is_err());
+    /// assert_eq!(i.to_vec(), vec![1, 7]);
     /// ```
     pub fn try_clamp_<S: Element>(&self, min: S, max: S) -> Result<&Self> {
+        check_bounds::<E, S>("clamp_")?;
         let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
         map_inplace::<E, C<E>>("clamp_", self, move |x: C<E>| x.nmax(lo).nmin(hi))?;
         Ok(self)
