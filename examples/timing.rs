@@ -2,7 +2,9 @@
 //! noisy shared machine (where the minimum is the best estimate of what the code can do), with
 //! operands evicted from the caches before each timing.
 //!
-//! Run: `cargo run --release --example timing [reps]`.
+//! Run: `cargo run --release --example timing [reps] [filter]` (only the cases whose name
+//! contains one of the comma-separated words of `filter`; `NAMEDTENSOR_NUM_THREADS=1` for one thread). `benches/numpy_timing.py`
+//! times NumPy's side of the exp, softmax and transpose cases the same way.
 
 use half::{bf16, f16};
 use namedtensor::DynTensor;
@@ -38,6 +40,14 @@ fn main() {
     let col = DynTensor::<f32>::rand(&[4096, 1], 3);
     let (h1, h2) = (a.to_dtype::<f16>(), b.to_dtype::<f16>());
     let (z1, z2) = (a.to_dtype::<bf16>(), b.to_dtype::<bf16>());
+    // Inputs of exp-based cases: standard normal values, as in NumPy's script.
+    let g = DynTensor::<f32>::randn(&[N], 5);
+    let gv = g.to_vec();
+    let g64 = g.to_dtype::<f64>();
+    let gm = DynTensor::<f32>::randn(&[4096, 4096], 6);
+    let dst = DynTensor::<f32>::zeros(&[4096, 4096]);
+    let mut copy_out = vec![0.0f32; N];
+    let mut exp_out = vec![0.0f32; N];
     let mut cases: Vec<Case> = vec![
         (
             "baseline: read loop 64 MiB, 1 thread",
@@ -52,6 +62,70 @@ fn main() {
                     *o = x + y;
                 }
                 black_box(out[7]);
+            }),
+        ),
+        (
+            "baseline: libm expf loop into existing 16M, 1 thread",
+            Box::new(|| {
+                for (o, &x) in exp_out.iter_mut().zip(&gv) {
+                    *o = x.exp();
+                }
+                black_box(exp_out[7]);
+            }),
+        ),
+        (
+            "baseline: memcpy 64 MiB into existing, 1 thread",
+            Box::new(|| {
+                copy_out.copy_from_slice(&gv);
+                black_box(copy_out[7]);
+            }),
+        ),
+        (
+            "exp f32 16M new",
+            Box::new(|| {
+                black_box(g.exp());
+            }),
+        ),
+        (
+            "exp f64 16M new",
+            Box::new(|| {
+                black_box(g64.exp());
+            }),
+        ),
+        (
+            "sigmoid f32 16M new",
+            Box::new(|| {
+                black_box(g.sigmoid());
+            }),
+        ),
+        (
+            "softmax 4096² last dim",
+            Box::new(|| {
+                black_box(gm.softmax(-1));
+            }),
+        ),
+        (
+            "log_softmax 4096² last dim",
+            Box::new(|| {
+                black_box(gm.log_softmax(-1));
+            }),
+        ),
+        (
+            "logsumexp 4096² last dim",
+            Box::new(|| {
+                black_box(gm.logsumexp_dim(-1, false));
+            }),
+        ),
+        (
+            "transpose 4096² t().contiguous()",
+            Box::new(|| {
+                black_box(gm.t().contiguous());
+            }),
+        ),
+        (
+            "transpose 4096² copy_ into existing",
+            Box::new(|| {
+                black_box(dst.copy_(&gm.t()).numel());
             }),
         ),
         (
@@ -107,6 +181,9 @@ fn main() {
     // so each timing starts after reading a 512 MiB buffer (cold operands, as on machines with
     // smaller caches).
     let flush = vec![1u8; 512 << 20];
+    if let Some(filter) = std::env::args().nth(2) {
+        cases.retain(|(name, _)| filter.split(',').any(|f| name.contains(f)));
+    }
     let mut times = vec![Vec::new(); cases.len()];
     for _ in 0..reps {
         for (k, (_, f)) in cases.iter_mut().enumerate() {

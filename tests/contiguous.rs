@@ -1,5 +1,5 @@
-//! `contiguous()` / `to_dtype()` of permuted, transposed and sliced views (the tiled copy
-//! path) against a naive index loop.
+//! `contiguous()` / `to_dtype()` / `copy_` of permuted, transposed and sliced views (the
+//! tiled copy path) against a naive index loop.
 
 use namedtensor::DynTensor;
 use proptest::prelude::*;
@@ -71,7 +71,22 @@ fn check_permuted<E: namedtensor::Element>(
     prop_assert_eq!(got.shape(), view.shape());
     prop_assert_eq!(got.to_vec(), want.clone());
     let as_f64: Vec<f64> = want.iter().map(|x| x.to_f64()).collect();
-    prop_assert_eq!(view.to_dtype::<f64>().to_vec(), as_f64);
+    prop_assert_eq!(view.to_dtype::<f64>().to_vec(), as_f64.clone());
+    // copy_ into a contiguous destination that starts inside a larger storage (offset 3),
+    // of the same type (register transposes) and of another one (converting tiles).
+    let dims: Vec<isize> = view.shape().iter().map(|&s| s as isize).collect();
+    let m = view.numel();
+    let same = DynTensor::<E>::zeros(&[m + 5])
+        .narrow(0, 3, m)
+        .reshape(&dims);
+    same.copy_(&view);
+    prop_assert_eq!(same.to_vec(), want);
+    let other = DynTensor::<f64>::full(&[m + 5], -1.0);
+    let inner = other.narrow(0, 3, m).reshape(&dims);
+    inner.copy_(&view);
+    let all = other.to_vec();
+    prop_assert_eq!(&all[3..3 + m], &as_f64[..]);
+    prop_assert!(all[..3].iter().chain(&all[3 + m..]).all(|&x| x == -1.0));
     Ok(())
 }
 
@@ -111,4 +126,16 @@ fn large_transpose_in_parallel() {
         .flat_map(|j| (0..100).map(move |i| (i * 60 + j) as u8))
         .collect();
     assert_eq!(b.t().contiguous().to_vec(), want);
+    // copy_ of a large transposed source runs the tiled copy on both threads.
+    let t = DynTensor::<f32>::arange(0.0, 700.0 * 900.0, 1.0).view(&[700, 900]);
+    let dst = DynTensor::<f32>::zeros(&[900, 700]);
+    dst.copy_(&t.t());
+    assert_eq!(dst.to_vec(), naive(&t.t(), &t.storage().to_vec()));
+    let dst = DynTensor::<f64>::zeros(&[900, 700]);
+    dst.copy_(&t.t());
+    let want: Vec<f64> = naive(&t.t(), &t.storage().to_vec())
+        .iter()
+        .map(|&x| x as f64)
+        .collect();
+    assert_eq!(dst.to_vec(), want);
 }

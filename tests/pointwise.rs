@@ -1067,3 +1067,31 @@ proptest! {
         prop_assert_eq!(elems_f64(&t), want);
     }
 }
+
+#[test]
+fn clamp_of_integers_with_float_bounds_is_an_error() {
+    // PyTorch promotes `clamp(int_tensor, 0.5, 6.5)` to a float tensor; these methods keep the
+    // tensor's type, so float bounds on integers are refused rather than truncated.
+    let i = DynTensor::from_vec(vec![-2i64, 5, 9], &[3]);
+    for e in [
+        i.try_clamp(0.5, 6.5).unwrap_err(),
+        i.try_clamp_min(0.5).unwrap_err(),
+        i.try_clamp_max(6.5f32).unwrap_err(),
+        i.try_clamp_(0.5, 6.5).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.to_string().contains("promotes"), "{e}");
+    }
+    assert_eq!(i.to_vec(), vec![-2, 5, 9], "nothing written");
+    // Integer bounds of any integer type, and float bounds on float tensors, still work.
+    assert_eq!(i.clamp(0i32, 6i32).to_vec(), vec![0, 5, 6]);
+    assert_eq!(i.clamp_min(0u8).to_vec(), vec![0, 5, 9]);
+    assert_eq!(
+        i.to_dtype::<f32>().clamp(0.5, 6.5).to_vec(),
+        vec![0.5, 5.0, 6.5]
+    );
+    let h = DynTensor::from_vec(vec![-2.0f64, 0.25], &[2]);
+    assert_eq!(h.clamp(0i64, 1i64).to_vec(), vec![0.0, 0.25]);
+    let r = std::panic::catch_unwind(|| i.clamp(0.5, 6.5));
+    assert!(r.is_err());
+}

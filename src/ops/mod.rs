@@ -77,6 +77,7 @@ pub(crate) use on_cuda;
 use crate::backend::cpu::num::{Kernel, Native};
 use crate::backend::cpu::pointwise::{self, In};
 use crate::backend::cpu::reduce::{Fold, reduce};
+use crate::backend::cpu::vmath::vectorized;
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -101,18 +102,63 @@ pub(crate) fn map<S: Element, T: Element, U: Element, O: Element>(
     t: &DynTensor<S>,
     f: impl Fn(T) -> U + Sync,
 ) -> Result<DynTensor<O>> {
+    map_with::<S, T, U, O, false>(op, t, f)
+}
+
+/// [`map`] with its row loops compiled for the widest vector instructions of the CPU
+/// ([`vectorized`]): for operations whose arithmetic, not memory, bounds them (`exp`,
+/// `sigmoid`, rounding, …).
+pub(crate) fn map_vec<S: Element, T: Element, U: Element, O: Element>(
+    op: &'static str,
+    t: &DynTensor<S>,
+    f: impl Fn(T) -> U + Sync,
+) -> Result<DynTensor<O>> {
+    map_with::<S, T, U, O, true>(op, t, f)
+}
+
+fn map_with<S: Element, T: Element, U: Element, O: Element, const VEC: bool>(
+    op: &'static str,
+    t: &DynTensor<S>,
+    f: impl Fn(T) -> U + Sync,
+) -> Result<DynTensor<O>> {
     on_cuda!([t], cuda::map::<S, O>(op, t));
     let out_layout = Layout::contiguous(t.shape())?;
     let guard = t.storage().read();
     let src = guard.cpu(op)?;
     let data = pointwise::build([&out_layout, t.layout()], |out, st, sd| {
-        pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f)
+        if VEC {
+            vectorized(
+                #[inline(always)]
+                || pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f),
+            )
+        } else {
+            pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f)
+        }
     });
     DynTensor::from_contiguous_vec(data, t.shape())
 }
 
 /// `f(x, y)` for every element of the broadcast of `a` and `b`, computed in `T`, stored as `O`.
 pub(crate) fn zip<A: Element, B: Element, T: Element, U: Element, O: Element>(
+    op: &'static str,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Result<DynTensor<O>> {
+    zip_with::<A, B, T, U, O, false>(op, a, b, f)
+}
+
+/// [`zip`] with its row loops compiled for the widest vector instructions of the CPU.
+pub(crate) fn zip_vec<A: Element, B: Element, T: Element, U: Element, O: Element>(
+    op: &'static str,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Result<DynTensor<O>> {
+    zip_with::<A, B, T, U, O, true>(op, a, b, f)
+}
+
+fn zip_with<A: Element, B: Element, T: Element, U: Element, O: Element, const VEC: bool>(
     op: &'static str,
     a: &DynTensor<A>,
     b: &DynTensor<B>,
@@ -125,12 +171,15 @@ pub(crate) fn zip<A: Element, B: Element, T: Element, U: Element, O: Element>(
     let out_layout = Layout::contiguous(&shape)?;
     let data = with_read2(op, a.storage(), b.storage(), |sa, sb| {
         pointwise::build([&out_layout, &la, &lb], |out, st, sd| {
-            pointwise::binary::<A, B, T, U, O>(
-                out,
-                In::new(sa, st[1], sd[1]),
-                In::new(sb, st[2], sd[2]),
-                &f,
-            )
+            let (a, b) = (In::new(sa, st[1], sd[1]), In::new(sb, st[2], sd[2]));
+            if VEC {
+                vectorized(
+                    #[inline(always)]
+                    || pointwise::binary::<A, B, T, U, O>(out, a, b, &f),
+                )
+            } else {
+                pointwise::binary::<A, B, T, U, O>(out, a, b, &f)
+            }
         })
     })?;
     DynTensor::from_contiguous_vec(data, &shape)
@@ -184,12 +233,36 @@ pub(crate) fn map_inplace<E: Element, T: Element>(
     dst: &DynTensor<E>,
     f: impl Fn(T) -> T + Sync,
 ) -> Result<()> {
+    map_inplace_with::<E, T, false>(op, dst, f)
+}
+
+/// [`map_inplace`] with its row loops compiled for the widest vector instructions of the CPU.
+pub(crate) fn map_inplace_vec<E: Element, T: Element>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    f: impl Fn(T) -> T + Sync,
+) -> Result<()> {
+    map_inplace_with::<E, T, true>(op, dst, f)
+}
+
+fn map_inplace_with<E: Element, T: Element, const VEC: bool>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    f: impl Fn(T) -> T + Sync,
+) -> Result<()> {
     dst.check_writable(op)?;
     on_cuda!([dst], cuda::map_inplace(op, dst));
     let mut guard = dst.storage().write();
     let d = guard.cpu_mut(op)?;
     pointwise::apply(d, [dst.layout()], |run, _, _| {
-        pointwise::unary_inplace::<E, T>(run, &f)
+        if VEC {
+            vectorized(
+                #[inline(always)]
+                || pointwise::unary_inplace::<E, T>(run, &f),
+            )
+        } else {
+            pointwise::unary_inplace::<E, T>(run, &f)
+        }
     });
     Ok(())
 }

@@ -588,7 +588,7 @@ fn centered_sum<E: Float>(
     mask: &[bool],
     f: impl Fn(C<E>) -> C<E> + Sync,
 ) -> Result<DynTensor<C<E>>> {
-    let d = zip::<E, C<E>, C<E>, C<E>, C<E>>(op, t, m, move |x, m| f(x.nsub(m)))?;
+    let d = super::zip_vec::<E, C<E>, C<E>, C<E>, C<E>>(op, t, m, move |x, m| f(x.nsub(m)))?;
     sum_c(op, &d, mask)
 }
 

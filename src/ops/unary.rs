@@ -4,21 +4,21 @@
 
 #[cfg(feature = "cuda")]
 use super::cuda::{Param, map_param, map_param_inplace};
-use super::{C, map, map_inplace, on_cuda};
+use super::{C, map, map_inplace, map_inplace_vec, map_vec, on_cuda};
 use crate::backend::cpu::num::{Native, NativeFloat};
 use crate::dtype::{Element, Float, Numeric};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::{DynTensor, or_panic};
 
 macro_rules! unary_ops {
-    ($bound:ident; $(
+    ($bound:ident, $map:ident, $map_inplace:ident; $(
         $(#[doc = $doc:literal])*
         $name:ident, $name_:ident, $try_name_:ident: |$x:ident| $body:expr;
     )*) => {
         impl<E: $bound> DynTensor<E> {$(
             $(#[doc = $doc])*
             pub fn $name(&self) -> DynTensor<E> {
-                or_panic(map::<E, C<E>, C<E>, E>(stringify!($name), self, |$x: C<E>| $body))
+                or_panic($map::<E, C<E>, C<E>, E>(stringify!($name), self, #[inline(always)] |$x: C<E>| $body))
             }
 
             #[doc = concat!("[`DynTensor::", stringify!($name), "`] in place: overwrites every \
@@ -45,14 +45,16 @@ macro_rules! unary_ops {
             #[doc = concat!("assert!(t.", stringify!($try_name_), "().is_err());")]
             /// ```
             pub fn $try_name_(&self) -> Result<&Self> {
-                map_inplace::<E, C<E>>(stringify!($name_), self, |$x: C<E>| $body)?;
+                $map_inplace::<E, C<E>>(stringify!($name_), self, #[inline(always)] |$x: C<E>| $body)?;
                 Ok(self)
             }
         )*}
     };
 }
 
-unary_ops! { Float;
+// Float math is bound by arithmetic (exp, sigmoid) or by rounding instructions missing from
+// baseline x86-64 (floor, round): its loops are compiled for the CPU's vector instructions.
+unary_ops! { Float, map_vec, map_inplace_vec;
     /// `e^x`.
     ///
     /// ```
@@ -196,7 +198,7 @@ unary_ops! { Float;
     recip, recip_, try_recip_: |x| <C<E> as NativeFloat>::c(1.0).ndiv(x);
 }
 
-unary_ops! { Numeric;
+unary_ops! { Numeric, map, map_inplace;
     /// `-x` (integers wrap: `-(-128i8) == -128`).
     ///
     /// ```
@@ -281,9 +283,29 @@ impl<E: Float> DynTensor<E> {
     }
 }
 
+/// An error for float bounds on an integer tensor: PyTorch would promote the result to a float
+/// tensor, which these methods (returning the tensor's own type) cannot do; truncating the
+/// bounds instead would silently change the result.
+fn check_bounds<E: Element, S: Element>(op: &'static str) -> Result<()> {
+    if S::DTYPE.is_float() && !E::DTYPE.is_float() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "{} bounds on a {} tensor: PyTorch promotes the result to a float tensor; \
+                 convert the tensor first (e.g. `.to_dtype::<f32>()`) or pass integer bounds",
+                S::DTYPE,
+                E::DTYPE
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl<E: Numeric> DynTensor<E> {
     /// Limits every element to `[min, max]` (both converted to the tensor's compute type; NaN
-    /// stays NaN; if `min > max` every element becomes `max`, as in PyTorch).
+    /// stays NaN; if `min > max` every element becomes `max`, as in PyTorch). Panics where
+    /// [`DynTensor::try_clamp`] fails.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2.0f32, 0.5, 3.0], &[3]);
@@ -291,53 +313,83 @@ impl<E: Numeric> DynTensor<E> {
     /// let i = namedtensor::DynTensor::from_vec(vec![-2i64, 5, 9], &[3]);
     /// assert_eq!(i.clamp(0, 6).to_vec(), vec![0, 5, 6]);
     /// ```
+    #[track_caller]
     pub fn clamp<S: Element>(&self, min: S, max: S) -> DynTensor<E> {
-        on_cuda!([self], {
-            let p = Param::Clamp(Some(min.cast::<E>()), Some(max.cast::<E>()));
-            or_panic(map_param("clamp", self, &p))
-        });
-        let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
-        or_panic(map::<E, C<E>, C<E>, E>("clamp", self, move |x: C<E>| {
-            x.nmax(lo).nmin(hi)
-        }))
+        or_panic(self.try_clamp(min, max))
     }
 
-    /// Limits every element to at least `min`.
+    /// [`DynTensor::clamp`], or an error for float bounds on an integer tensor (PyTorch
+    /// would return a float tensor; convert the tensor first).
+    ///
+    /// ```
+    /// let i = namedtensor::DynTensor::from_vec(vec![-2i64, 5, 9], &[3]);
+    /// assert!(i.try_clamp(0.5, 6.5).is_err());
+    /// assert_eq!(i.to_dtype::<f32>().clamp(0.5, 6.5).to_vec(), vec![0.5, 5.0, 6.5]);
+    /// ```
+    pub fn try_clamp<S: Element>(&self, min: S, max: S) -> Result<DynTensor<E>> {
+        check_bounds::<E, S>("clamp")?;
+        on_cuda!([self], {
+            let p = Param::Clamp(Some(min.cast::<E>()), Some(max.cast::<E>()));
+            map_param("clamp", self, &p)
+        });
+        let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
+        map::<E, C<E>, C<E>, E>("clamp", self, move |x: C<E>| x.nmax(lo).nmin(hi))
+    }
+
+    /// Limits every element to at least `min`. Panics where [`DynTensor::try_clamp_min`]
+    /// fails.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
     /// assert_eq!(t.clamp_min(0).to_vec(), vec![0, 3]);
     /// ```
+    #[track_caller]
     pub fn clamp_min<S: Element>(&self, min: S) -> DynTensor<E> {
-        on_cuda!([self], {
-            let p = Param::Clamp(Some(min.cast::<E>()), None);
-            or_panic(map_param("clamp_min", self, &p))
-        });
-        let lo = min.cast::<C<E>>();
-        or_panic(map::<E, C<E>, C<E>, E>(
-            "clamp_min",
-            self,
-            move |x: C<E>| x.nmax(lo),
-        ))
+        or_panic(self.try_clamp_min(min))
     }
 
-    /// Limits every element to at most `max`.
+    /// [`DynTensor::clamp_min`], or an error for a float bound on an integer tensor.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
+    /// assert!(t.try_clamp_min(0.5).is_err());
+    /// ```
+    pub fn try_clamp_min<S: Element>(&self, min: S) -> Result<DynTensor<E>> {
+        check_bounds::<E, S>("clamp_min")?;
+        on_cuda!([self], {
+            let p = Param::Clamp(Some(min.cast::<E>()), None);
+            map_param("clamp_min", self, &p)
+        });
+        let lo = min.cast::<C<E>>();
+        map::<E, C<E>, C<E>, E>("clamp_min", self, move |x: C<E>| x.nmax(lo))
+    }
+
+    /// Limits every element to at most `max`. Panics where [`DynTensor::try_clamp_max`]
+    /// fails.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
     /// assert_eq!(t.clamp_max(0).to_vec(), vec![-2, 0]);
     /// ```
+    #[track_caller]
     pub fn clamp_max<S: Element>(&self, max: S) -> DynTensor<E> {
+        or_panic(self.try_clamp_max(max))
+    }
+
+    /// [`DynTensor::clamp_max`], or an error for a float bound on an integer tensor.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
+    /// assert!(t.try_clamp_max(2.5).is_err());
+    /// ```
+    pub fn try_clamp_max<S: Element>(&self, max: S) -> Result<DynTensor<E>> {
+        check_bounds::<E, S>("clamp_max")?;
         on_cuda!([self], {
             let p = Param::Clamp(None, Some(max.cast::<E>()));
-            or_panic(map_param("clamp_max", self, &p))
+            map_param("clamp_max", self, &p)
         });
         let hi = max.cast::<C<E>>();
-        or_panic(map::<E, C<E>, C<E>, E>(
-            "clamp_max",
-            self,
-            move |x: C<E>| x.nmin(hi),
-        ))
+        map::<E, C<E>, C<E>, E>("clamp_max", self, move |x: C<E>| x.nmin(hi))
     }
 
     /// [`DynTensor::clamp`] in place. Panics where [`DynTensor::try_clamp_`] fails.
@@ -352,7 +404,7 @@ impl<E: Numeric> DynTensor<E> {
         or_panic(self.try_clamp_(min, max))
     }
 
-    /// [`DynTensor::clamp_min`] in place. Panics for an expanded (stride-0) view.
+    /// [`DynTensor::clamp_min`] in place. Panics for an expanded (stride-0) view or a float bound on an integer tensor.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
@@ -361,6 +413,7 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn clamp_min_<S: Element>(&self, min: S) -> &Self {
+        or_panic(check_bounds::<E, S>("clamp_min_"));
         on_cuda!([self], {
             or_panic(self.check_writable("clamp_min_"));
             let p = Param::Clamp(Some(min.cast::<E>()), None);
@@ -376,7 +429,7 @@ impl<E: Numeric> DynTensor<E> {
         self
     }
 
-    /// [`DynTensor::clamp_max`] in place. Panics for an expanded (stride-0) view.
+    /// [`DynTensor::clamp_max`] in place. Panics for an expanded (stride-0) view or a float bound on an integer tensor.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-2i32, 3], &[2]);
@@ -385,6 +438,7 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn clamp_max_<S: Element>(&self, max: S) -> &Self {
+        or_panic(check_bounds::<E, S>("clamp_max_"));
         on_cuda!([self], {
             or_panic(self.check_writable("clamp_max_"));
             let p = Param::Clamp(None, Some(max.cast::<E>()));
@@ -400,13 +454,18 @@ impl<E: Numeric> DynTensor<E> {
         self
     }
 
-    /// [`DynTensor::clamp_`], or an error for an expanded (stride-0) view.
+    /// [`DynTensor::clamp_`], or an error for an expanded (stride-0) view or for float bounds
+    /// on an integer tensor; nothing is written then.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::<f32>::ones(&[1]).expand(&[3]);
     /// assert!(t.try_clamp_(0.0, 0.5).is_err());
+    /// let i = namedtensor::DynTensor::from_vec(vec![1i32, 7], &[2]);
+    /// assert!(i.try_clamp_(0.5, 6.5).is_err());
+    /// assert_eq!(i.to_vec(), vec![1, 7]);
     /// ```
     pub fn try_clamp_<S: Element>(&self, min: S, max: S) -> Result<&Self> {
+        check_bounds::<E, S>("clamp_")?;
         on_cuda!([self], {
             self.check_writable("clamp_")?;
             let p = Param::Clamp(Some(min.cast::<E>()), Some(max.cast::<E>()));

@@ -124,9 +124,7 @@ impl<E: Element> Buffer<E> {
     ) -> Result<()> {
         match (self, src) {
             (Buffer::Cpu(d), Buffer::Cpu(s)) => {
-                crate::backend::cpu::copy_strided(d, dst_layout, s, src_layout, |x: F| {
-                    x.cast::<E>()
-                });
+                crate::backend::cpu::copy_cast(d, dst_layout, s, src_layout);
                 Ok(())
             }
             #[cfg(feature = "cuda")]

@@ -1,8 +1,11 @@
 //! Copy kernels: gather a strided view into row-major order, copy between two strided views,
 //! fill a strided view.
 
-use super::transpose::{Bits, Mapped, tiled_to_vec};
+use super::num::as_type;
+use super::transpose::{Bits, Mapped, Plan, tiled_to_vec};
+use crate::dtype::Element;
 use crate::layout::{Coalesced, Layout};
+use std::mem::MaybeUninit;
 
 /// The elements of `layout` over `src`, in row-major order of the layout's shape.
 pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> Vec<E> {
@@ -42,14 +45,23 @@ pub(crate) fn map_to_vec<E: Copy + Sync, F: Send>(
 /// Copies the elements of `src_layout` over `src` into `dst_layout` over `dst`, converting
 /// each with `f`. Both layouts have the same shape; `dst` must not hold overlapping indices
 /// unless the last write winning is acceptable.
-pub(crate) fn copy_strided<S: Copy, D>(
+///
+/// Into a contiguous destination, a source whose innermost dim is strided (a transposed view)
+/// is copied in tiles, in parallel (see [`super::transpose`]).
+pub(crate) fn copy_strided<S: Copy + Sync, D: Copy + Send>(
     dst: &mut [D],
     dst_layout: &Layout,
     src: &[S],
     src_layout: &Layout,
-    f: impl Fn(S) -> D,
+    f: impl Fn(S) -> D + Sync,
 ) {
     debug_assert_eq!(dst_layout.sizes(), src_layout.sizes());
+    if dst_layout.is_contiguous()
+        && let Some(plan) = Plan::new(src_layout)
+    {
+        plan.run(src, contiguous_part(dst, dst_layout), &Mapped(&f));
+        return;
+    }
     let walk = Coalesced::new(
         dst_layout.sizes(),
         [dst_layout.strides(), src_layout.strides()],
@@ -67,6 +79,34 @@ pub(crate) fn copy_strided<S: Copy, D>(
             }
         }
     });
+}
+
+/// [`copy_strided`] converting with [`Element::cast`]; between equal types, a transposed
+/// source is copied with the register transposes of [`Bits`].
+pub(crate) fn copy_cast<S: Element, D: Element>(
+    dst: &mut [D],
+    dst_layout: &Layout,
+    src: &[S],
+    src_layout: &Layout,
+) {
+    if let Some(same) = as_type::<S, D>(src)
+        && dst_layout.is_contiguous()
+        && let Some(plan) = Plan::new(src_layout)
+    {
+        plan.run(same, contiguous_part(dst, dst_layout), &Bits);
+        return;
+    }
+    copy_strided(dst, dst_layout, src, src_layout, |x: S| x.cast::<D>());
+}
+
+/// The elements of the contiguous `layout` in `dst`, as slots that are only ever written with
+/// initialised values.
+fn contiguous_part<'a, D>(dst: &'a mut [D], layout: &Layout) -> &'a mut [MaybeUninit<D>] {
+    let (start, n) = (layout.offset(), layout.numel());
+    let dst = &mut dst[start..start + n];
+    // SAFETY: `MaybeUninit<D>` has `D`'s layout, and the callers only write initialised values
+    // through the view (the tiled copy writes every slot with a value).
+    unsafe { &mut *(dst as *mut [D] as *mut [MaybeUninit<D>]) }
 }
 
 /// Writes `value` at every element of `layout` over `dst`.

@@ -10,8 +10,9 @@ pub(crate) mod scan;
 mod select;
 mod shape;
 mod transpose;
+pub(crate) mod vmath;
 
-pub(crate) use copy::{copy_strided, fill_strided, gather_to_vec, map_to_vec};
+pub(crate) use copy::{copy_cast, fill_strided, gather_to_vec, map_to_vec};
 pub(crate) use matmul::{Batched, matmul};
 pub(crate) use select::{cat, gather, index_select};
 pub(crate) use shape::{flip_to_vec, mask_triangle};

@@ -71,7 +71,7 @@ pub trait Native: Element {
 
 /// Math functions of `f32` and `f64`.
 pub trait NativeFloat: Native {
-    /// `e^x`.
+    /// `e^x`, branch-free so that loops over it vectorise (see [`super::vmath`]).
     fn exp(self) -> Self;
     /// Natural logarithm.
     fn ln(self) -> Self;
@@ -238,7 +238,7 @@ impl Native for bool {
 }
 
 macro_rules! float_native {
-    ($($t:ident : $erf:path),*) => {$(
+    ($($t:ident : $erf:path, $exp:path);*) => {$(
         impl Native for $t {
             const LOWEST: Self = $t::NEG_INFINITY;
             const HIGHEST: Self = $t::INFINITY;
@@ -282,7 +282,7 @@ macro_rules! float_native {
         }
         impl NativeFloat for $t {
             #[inline(always)]
-            fn exp(self) -> Self { $t::exp(self) }
+            fn exp(self) -> Self { $exp(self) }
             #[inline(always)]
             fn ln(self) -> Self { $t::ln(self) }
             #[inline(always)]
@@ -316,7 +316,10 @@ macro_rules! float_native {
         }
     )*};
 }
-float_native!(f32: libm::erff, f64: libm::erf);
+float_native!(
+    f32: libm::erff, super::vmath::exp_f32;
+    f64: libm::erf, super::vmath::exp_f64
+);
 
 macro_rules! kernel {
     ($($t:ty => $compute:ty, $sum:ty, $real:ty);* $(;)?) => {$(

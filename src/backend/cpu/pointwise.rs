@@ -289,7 +289,8 @@ fn write_converted<U: Element, O: Element>(out: &mut [MaybeUninit<O>], ys: &[U])
 }
 
 /// `out[i] = f(src[start + i * stride])`, loading `S` as `T` and storing `U` as `O`.
-#[inline]
+// Always inlined, so that inside `vmath::vectorized` its loops get the wider instructions.
+#[inline(always)]
 pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
     out: &mut [MaybeUninit<O>],
     src: &[S],
@@ -346,7 +347,8 @@ impl<'a, S: Element> In<'a, S> {
 }
 
 /// `out[i] = f(a[i], b[i])` over a segment, loading `A`/`B` as `T` and storing `U` as `O`.
-#[inline]
+// Always inlined, so that inside `vmath::vectorized` its loops get the wider instructions.
+#[inline(always)]
 pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>(
     out: &mut [MaybeUninit<O>],
     a: In<'_, A>,
@@ -423,7 +425,8 @@ pub(crate) fn select<A: Element, B: Element, O: Element>(
 }
 
 /// `dst[i] = f(dst[i])` over a destination run, computing in `T`.
-#[inline]
+// Always inlined, so that inside `vmath::vectorized` its loops get the wider instructions.
+#[inline(always)]
 pub(crate) fn unary_inplace<E: Element, T: Element>(mut dst: RowMut<'_, E>, f: &impl Fn(T) -> T) {
     let n = dst.len();
     if let Some(d) = dst.as_slice().and_then(as_type_mut::<E, T>) {

@@ -224,6 +224,20 @@ pub(crate) fn sum_slice<T: super::num::Native>(x: &[T]) -> T {
     finish_lanes(&cas, &fold)
 }
 
+/// The largest element of a slice (NaN if any is NaN; `-inf` for an empty slice), folded with
+/// [`LANES`] independent accumulators so that the loop vectorises (a single running maximum is
+/// a chain of dependent compares).
+#[inline(always)]
+pub(crate) fn max_slice<T: super::num::Native>(x: &[T]) -> T {
+    let fold = Fold {
+        identity: T::LOWEST,
+        map: |v: T| v,
+        combine: |a: T, b: T| a.nmax(b),
+    };
+    x.chunks(LEAF)
+        .fold(T::LOWEST, |m, leaf| m.nmax(fold.leaf(leaf)))
+}
+
 /// Kept and reduced parts of a layout.
 struct Split {
     kept_sizes: Vec<usize>,

@@ -7,7 +7,8 @@
 
 use super::num::{Native, NativeFloat, cast};
 use super::parallel::{for_each_chunk_mut, task_count};
-use super::reduce::sum_slice;
+use super::reduce::{max_slice, sum_slice};
+use super::vmath::vectorized;
 use crate::dtype::Element;
 
 const COLS: usize = 256;
@@ -27,8 +28,19 @@ fn for_each_slab<T: Send>(buf: &mut [T], n: usize, inner: usize, f: impl Fn(&mut
 /// that `exp` cannot overflow. A lane of all `-inf` gives NaN, as in PyTorch.
 pub(crate) fn softmax<T: NativeFloat>(buf: &mut [T], n: usize, inner: usize, log: bool) {
     for_each_slab(buf, n, inner, |slab| {
+        vectorized(
+            #[inline(always)]
+            || softmax_slab(slab, n, inner, log),
+        )
+    });
+}
+
+/// [`softmax`] of one `[n, inner]` slab.
+#[inline(always)]
+fn softmax_slab<T: NativeFloat>(slab: &mut [T], n: usize, inner: usize, log: bool) {
+    {
         if inner == 1 {
-            let m = slab.iter().fold(T::LOWEST, |m, &x| m.nmax(x));
+            let m = max_slice(slab);
             if log {
                 let mut e = vec![T::ZERO; slab.len()];
                 for (e, &x) in e.iter_mut().zip(slab.iter()) {
@@ -80,7 +92,7 @@ pub(crate) fn softmax<T: NativeFloat>(buf: &mut [T], n: usize, inner: usize, log
                 }
             }
         }
-    });
+    }
 }
 
 /// Inclusive scan along the middle axis with `combine`, accumulating in `W` (`f64` for float
