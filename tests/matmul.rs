@@ -387,3 +387,28 @@ fn errors() {
     let r = std::panic::catch_unwind(|| a.matmul(&a));
     assert!(r.is_err());
 }
+
+/// Products are written into recycled (pooled) buffers without zeroing them first: every
+/// element must still come from the product, never from the buffer's previous owner.
+#[test]
+fn products_in_recycled_buffers_overwrite_every_element() {
+    for threads in [1, 2] {
+        namedtensor::set_num_threads(threads);
+        // One 512 x 512 product (1 MiB of f32, a pooled size) and a batch of 64 products of
+        // 64 x 64 (the same byte size, the batch-parallel path).
+        for (a_shape, b_shape, k) in [
+            (vec![512, 3], vec![3, 512], 3.0),
+            (vec![64, 64, 5], vec![64, 5, 64], 5.0),
+        ] {
+            for _ in 0..3 {
+                // Freed just before the product: its buffer is the one the product reuses.
+                drop(DynTensor::<f32>::full(&[512, 512], f32::NAN));
+                let a = DynTensor::<f32>::ones(&a_shape);
+                let b = DynTensor::<f32>::ones(&b_shape);
+                let c = a.matmul(&b);
+                assert_eq!(c.numel(), 512 * 512);
+                assert!(c.to_vec().iter().all(|&x| x == k), "{a_shape:?} @ {b_shape:?}");
+            }
+        }
+    }
+}

@@ -13,8 +13,10 @@
 
 use super::parallel::{for_each_row_chunk, pool};
 use crate::dtype::{DType, Element};
+use crate::storage::take_buffer;
 use gemm::Parallelism;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// A batch of matrix products with shared sizes and strides; see the module docs.
 #[derive(Debug, Clone)]
@@ -56,27 +58,29 @@ pub(crate) fn matmul<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
 fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
     let (m, n, k) = (p.m, p.n, p.k);
     let len = m * n;
-    // Zeroed, so every element is initialised whatever `gemm` writes; for f32/f64 this is a
-    // zeroed allocation (fresh pages), not a pass over the buffer.
-    let mut out = vec![E::ZERO; p.offsets.len() * len];
-    if out.is_empty() || k == 0 {
-        return out;
+    let total = p.offsets.len() * len;
+    if total == 0 || k == 0 {
+        return vec![E::ZERO; total];
     }
+    // A pooled buffer (no page faults when one of this size was freed before), written by
+    // `gemm` through its spare capacity; its length is set once every product is written.
+    let mut out = take_buffer::<E>(total);
     let [a_rs, a_cs] = p.a_strides.map(|s| s as isize);
     let [b_rs, b_cs] = p.b_strides.map(|s| s as isize);
-    let product = |dst: &mut [E], [oa, ob]: [usize; 2], parallelism: Parallelism| {
+    let product = |dst: &mut [MaybeUninit<E>], [oa, ob]: [usize; 2], parallelism: Parallelism| {
         debug_assert_eq!(dst.len(), len);
         // SAFETY: `gemm` reads A at `oa + i·a_rs + l·a_cs` and B at `ob + l·b_rs + j·b_cs` for
         // i < m, l < k, j < n: positions of the operands' layouts, which the caller checked
         // against the storages `a` and `b`. It writes `dst[i·n + j]` for i < m, j < n, all
-        // within `dst` (length m·n). With `read_dst == false` it never reads `dst`. `E` is
+        // within `dst` (length m·n). With `read_dst == false` it never reads `dst`, so the
+        // slots may be uninitialised, and it writes every one of them (k > 0 here). `E` is
         // f32, f64 or f16 (half::f16, which is `gemm::f16`), the types `gemm` supports.
         unsafe {
             gemm::gemm(
                 m,
                 n,
                 k,
-                dst.as_mut_ptr(),
+                dst.as_mut_ptr().cast::<E>(),
                 1,
                 n as isize,
                 false,
@@ -95,6 +99,7 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
             )
         }
     };
+    let slots = &mut out.spare_capacity_mut()[..total];
     let pool = pool();
     let threads = pool.current_num_threads();
     let batches = p.offsets.len();
@@ -106,7 +111,8 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
         && p.work().saturating_mul(batches) >= super::parallel::parallel_threshold()
     {
         pool.install(|| {
-            out.par_chunks_mut(len)
+            slots
+                .par_chunks_mut(len)
                 .zip(p.offsets.par_iter())
                 .for_each(|(dst, &o)| product(dst, o, Parallelism::None))
         });
@@ -114,15 +120,18 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
         // gemm splits its work with rayon's `current_num_threads`/`par_iter`, so inside
         // `install` it runs on the library's pool, with the library's thread count.
         pool.install(|| {
-            for (dst, &o) in out.chunks_mut(len).zip(&p.offsets) {
+            for (dst, &o) in slots.chunks_mut(len).zip(&p.offsets) {
                 product(dst, o, Parallelism::Rayon(threads))
             }
         });
     } else {
-        for (dst, &o) in out.chunks_mut(len).zip(&p.offsets) {
+        for (dst, &o) in slots.chunks_mut(len).zip(&p.offsets) {
             product(dst, o, Parallelism::None)
         }
     }
+    // SAFETY: the chunks of `slots` cover its `total` elements, and `gemm` wrote every
+    // element of every chunk (see `product`).
+    unsafe { out.set_len(total) };
     out
 }
 
