@@ -407,7 +407,10 @@ fn products_in_recycled_buffers_overwrite_every_element() {
                 let b = DynTensor::<f32>::ones(&b_shape);
                 let c = a.matmul(&b);
                 assert_eq!(c.numel(), 512 * 512);
-                assert!(c.to_vec().iter().all(|&x| x == k), "{a_shape:?} @ {b_shape:?}");
+                assert!(
+                    c.to_vec().iter().all(|&x| x == k),
+                    "{a_shape:?} @ {b_shape:?}"
+                );
             }
         }
     }
