@@ -29,6 +29,7 @@
 //! first (`backend::cuda::device`), so any thread may call in.
 
 use super::expand_layout;
+use super::reduce::reduced_shape;
 use crate::backend::cuda::kernels::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::backend::cuda::{CudaBuffer, blas, compute, copy};
 use crate::device::Device;
@@ -404,6 +405,24 @@ pub(crate) fn zip<A: Element, B: Element, T: Element, O: Element>(
     })
 }
 
+/// Runs `f` with `dst`'s device buffer locked for writing and `src`'s for reading (distinct
+/// storages, locked in the global order); a `Device` error if the two are on different
+/// devices or not on CUDA.
+fn with_cuda_write_read<A: Element, B: Element, R>(
+    op: &'static str,
+    dst: &DynTensor<A>,
+    src: &DynTensor<B>,
+    f: impl FnOnce(&mut CudaBuffer, &CudaBuffer) -> Result<R>,
+) -> Result<R> {
+    if dst.device() != src.device() {
+        return Err(mixed_devices(op, dst.device(), src.device()));
+    }
+    with_write_read_buffers(dst.storage(), src.storage(), |d, s| match (d, s) {
+        (Buffer::Cuda(d), Buffer::Cuda(s)) => f(d, s),
+        _ => Err(Error::new(ErrorKind::Device, op, "expected CUDA tensors")),
+    })
+}
+
 /// `dst = op(dst, src)` through the view `dst`, `src` already broadcast to its shape and not
 /// sharing its storage (see `ops::zip_inplace`), computed in `T`.
 pub(crate) fn zip_inplace<E: Element, B: Element, T: Element>(
@@ -411,13 +430,7 @@ pub(crate) fn zip_inplace<E: Element, B: Element, T: Element>(
     dst: &DynTensor<E>,
     src: &DynTensor<B>,
 ) -> Result<()> {
-    if dst.device() != src.device() {
-        return Err(mixed_devices(op, dst.device(), src.device()));
-    }
-    with_write_read_buffers(dst.storage(), src.storage(), |d, s| {
-        let (Buffer::Cuda(d), Buffer::Cuda(s)) = (d, s) else {
-            return Err(Error::new(ErrorKind::Device, op, "expected CUDA tensors"));
-        };
+    with_cuda_write_read(op, dst, src, |d, s| {
         let shape = dst.shape();
         let r = zip_bufs(
             op,
@@ -473,19 +486,6 @@ fn reduce_buf(
         }
     };
     compute::reduce(op, rop, src, &l, kept.len())
-}
-
-/// The kept shape of `shape` under `mask`, with size-1 dims for the reduced ones if `keepdim`.
-fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
-    shape
-        .iter()
-        .zip(mask)
-        .filter_map(|(&s, &m)| match (m, keepdim) {
-            (false, _) => Some(s),
-            (true, true) => Some(1),
-            (true, false) => None,
-        })
-        .collect()
 }
 
 /// `t` reduced by `rop` over `mask`, stored as `O` (sum, prod, mean, max, min, argmax, argmin).
@@ -766,13 +766,7 @@ pub(crate) fn masked_fill_<E: Element>(
     mask: &DynTensor<bool>,
     value: E,
 ) -> Result<()> {
-    if dst.device() != mask.device() {
-        return Err(mixed_devices(op, dst.device(), mask.device()));
-    }
-    with_write_read_buffers(dst.storage(), mask.storage(), |d, m| {
-        let (Buffer::Cuda(d), Buffer::Cuda(m)) = (d, m) else {
-            return Err(Error::new(ErrorKind::Device, op, "expected CUDA tensors"));
-        };
+    with_cuda_write_read(op, dst, mask, |d, m| {
         let shape = dst.shape();
         let v = CudaBuffer::from_host(op, d.cuda_device(), &[value])?;
         let lv = scalar_layout(shape)?;

@@ -57,7 +57,8 @@ fn dims_mask(op: &'static str, dims: &[isize], rank: usize) -> Result<Vec<bool>>
     Ok(mask)
 }
 
-fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
+/// The kept shape of `shape` under `mask`, with size-1 dims for the reduced ones if `keepdim`.
+pub(crate) fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
     shape
         .iter()
         .zip(mask)
