@@ -106,6 +106,16 @@ impl DType {
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
+
+    /// Whether the dtype is a 16-bit floating-point type (`f16` or `bf16`).
+    ///
+    /// ```
+    /// assert!(namedtensor::DType::BF16.is_half());
+    /// assert!(!namedtensor::DType::F32.is_half());
+    /// ```
+    pub const fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
 }
 
 impl std::fmt::Display for DType {

@@ -1095,3 +1095,75 @@ fn clamp_of_integers_with_float_bounds_is_an_error() {
     let r = std::panic::catch_unwind(|| i.clamp(0.5, 6.5));
     assert!(r.is_err());
 }
+
+/// Outputs of 8 MiB and more are written with non-temporal stores in whole 64-byte lines:
+/// results of every element size (1, 4, 8 bytes), from offset and broadcast operands whose
+/// rows start off a line boundary, still match a plain loop element for element.
+#[test]
+fn large_outputs_written_with_streaming_stores_match_the_reference() {
+    let (rows, cols) = (1031, 2053); // 2.1M elements: 8.5 MB of f32, rows not line-aligned
+    let n = rows * cols;
+    let va: Vec<f32> = (0..n + 3).map(|i| (i % 1009) as f32 * 0.25 - 7.0).collect();
+    let vb: Vec<f32> = (0..rows).map(|i| i as f32 - 500.0).collect();
+    // `a` starts 3 elements into its storage; `b` is a column broadcast along the rows.
+    let a = DynTensor::from_vec(va.clone(), &[n + 3])
+        .narrow(0, 3, n)
+        .reshape(&[rows as isize, cols as isize]);
+    let b = DynTensor::from_vec(vb.clone(), &[rows, 1]);
+    let sum = elems(&(&a + &b));
+    let prod = elems(&a.mul_scalar(3.0));
+    let gt = elems(&a.gt(&b));
+    let wide = elems(&(&a.to_dtype::<f64>() * &b.to_dtype::<f64>()));
+    let neg = elems(&a.neg());
+    for (r, &y) in vb.iter().enumerate() {
+        for c in 0..cols {
+            let i = r * cols + c;
+            let x = va[i + 3];
+            assert_eq!(sum[i], x + y, "add at [{r}, {c}]");
+            assert_eq!(prod[i], x * 3.0, "mul at [{r}, {c}]");
+            assert_eq!(gt[i], x > y, "gt at [{r}, {c}]");
+            assert_eq!(wide[i], x as f64 * y as f64, "f64 mul at [{r}, {c}]");
+            assert_eq!(neg[i], -x, "neg at [{r}, {c}]");
+        }
+    }
+}
+
+/// `f16`/`bf16` are computed a 64-byte line at a time in `f32` (F16C / bit shifts) and large
+/// outputs are streamed: every element still rounds like `half`'s own scalar conversion.
+#[test]
+fn large_half_outputs_round_like_scalar_conversions() {
+    let (rows, cols) = (2053, 2053); // 4.2M elements: 8.4 MB of f16, rows not line-aligned
+    let n = rows * cols;
+    let va: Vec<f32> = (0..n + 5)
+        .map(|i| ((i * 7919) % 100_003) as f32 * 0.013 - 650.0)
+        .collect();
+    let vb: Vec<f32> = (0..cols).map(|i| i as f32 * 0.37 - 380.0).collect();
+    fn check<H: namedtensor::Float>(
+        va: &[f32],
+        vb: &[f32],
+        rows: usize,
+        cols: usize,
+        to: impl Fn(f32) -> H,
+        back: impl Fn(H) -> f32,
+    ) {
+        let n = rows * cols;
+        let a = DynTensor::from_vec(va.iter().map(|&x| to(x)).collect(), &[n + 5])
+            .narrow(0, 5, n)
+            .reshape(&[rows as isize, cols as isize]);
+        let b = DynTensor::from_vec(vb.iter().map(|&x| to(x)).collect(), &[cols]);
+        let (sum, prod, exp) = (elems(&(&a + &b)), elems(&(&b * &a)), elems(&a.exp()));
+        for i in 0..n {
+            let (x, y) = (back(to(va[i + 5])), back(to(vb[i % cols])));
+            assert_eq!(back(sum[i]), back(to(x + y)), "add at {i}");
+            assert_eq!(back(prod[i]), back(to(y * x)), "mul at {i}");
+            let e = back(to((x as f64).exp() as f32));
+            let got = back(exp[i]);
+            assert!(
+                got == e || (got - e).abs() <= e.abs() * 2e-2,
+                "exp at {i}: {got} {e}"
+            );
+        }
+    }
+    check::<f16>(&va, &vb, rows, cols, f16::from_f32, f16::to_f32);
+    check::<bf16>(&va, &vb, rows, cols, bf16::from_f32, bf16::to_f32);
+}

@@ -77,7 +77,8 @@ pub(crate) use on_cuda;
 use crate::backend::cpu::num::{Kernel, Native};
 use crate::backend::cpu::pointwise::{self, In};
 use crate::backend::cpu::reduce::{Fold, reduce};
-use crate::backend::cpu::vmath::vectorized;
+use crate::backend::cpu::stream::Store;
+use crate::backend::cpu::vmath::{Isa, vectorized, vectorized_for};
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -125,14 +126,15 @@ fn map_with<S: Element, T: Element, U: Element, O: Element, const VEC: bool>(
     let out_layout = Layout::contiguous(t.shape())?;
     let guard = t.storage().read();
     let src = guard.cpu(op)?;
+    let stream = Store::wanted::<O>(out_layout.numel());
     let data = pointwise::build([&out_layout, t.layout()], |out, st, sd| {
-        if VEC {
-            vectorized(
+        if VEC || stream || O::DTYPE.is_half() {
+            vectorized_for(
                 #[inline(always)]
-                || pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f),
+                |isa| pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f, isa, stream),
             )
         } else {
-            pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f)
+            pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f, Isa::Baseline, false)
         }
     });
     DynTensor::from_contiguous_vec(data, t.shape())
@@ -169,16 +171,17 @@ fn zip_with<A: Element, B: Element, T: Element, U: Element, O: Element, const VE
     let la = expand_layout(a.layout(), &shape)?;
     let lb = expand_layout(b.layout(), &shape)?;
     let out_layout = Layout::contiguous(&shape)?;
+    let stream = Store::wanted::<O>(out_layout.numel());
     let data = with_read2(op, a.storage(), b.storage(), |sa, sb| {
         pointwise::build([&out_layout, &la, &lb], |out, st, sd| {
             let (a, b) = (In::new(sa, st[1], sd[1]), In::new(sb, st[2], sd[2]));
-            if VEC {
-                vectorized(
+            if VEC || stream || O::DTYPE.is_half() {
+                vectorized_for(
                     #[inline(always)]
-                    || pointwise::binary::<A, B, T, U, O>(out, a, b, &f),
+                    |isa| pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, stream),
                 )
             } else {
-                pointwise::binary::<A, B, T, U, O>(out, a, b, &f)
+                pointwise::binary::<A, B, T, U, O>(out, a, b, &f, Isa::Baseline, false)
             }
         })
     })?;
@@ -349,7 +352,9 @@ pub(crate) fn gather_as<E: Element, T: Element>(
     let src = guard.cpu(op)?;
     Ok(pointwise::build(
         [&out_layout, t.layout()],
-        |out, st, sd| pointwise::unary::<E, T, T, T>(out, src, st[1], sd[1], &|x| x),
+        |out, st, sd| {
+            pointwise::unary::<E, T, T, T>(out, src, st[1], sd[1], &|x| x, Isa::Baseline, false)
+        },
     ))
 }
 
@@ -364,6 +369,6 @@ pub(crate) fn vec_into<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
     let n = v.len();
     let layout = Layout::contiguous(&[n]).expect("a vector's length fits a layout");
     pointwise::build([&layout, &layout], |out, st, _| {
-        pointwise::unary::<T, T, T, E>(out, &v, st[1], 1, &|x| x)
+        pointwise::unary::<T, T, T, E>(out, &v, st[1], 1, &|x| x, Isa::Baseline, false)
     })
 }

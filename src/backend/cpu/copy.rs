@@ -2,7 +2,9 @@
 //! fill a strided view.
 
 use super::num::as_type;
+use super::stream::{Store, map_into};
 use super::transpose::{Bits, Mapped, Plan, tiled_to_vec};
+use super::vmath::vectorized_for;
 use crate::dtype::Element;
 use crate::layout::{Coalesced, Layout};
 use std::mem::MaybeUninit;
@@ -19,7 +21,7 @@ pub(crate) fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -
 /// split into element ranges across the thread pool (see [`super::pointwise::build`]); the
 /// output buffer comes from the buffer pool. A source whose innermost dim is strided (a
 /// transposed or permuted view) is copied in tiles (see [`super::transpose`]).
-pub(crate) fn map_to_vec<E: Copy + Sync, F: Send>(
+pub(crate) fn map_to_vec<E: Copy + Sync, F: Copy + Send>(
     src: &[E],
     layout: &Layout,
     f: impl Fn(E) -> F + Sync,
@@ -28,11 +30,17 @@ pub(crate) fn map_to_vec<E: Copy + Sync, F: Send>(
         return out;
     }
     let out_layout = Layout::contiguous(layout.sizes()).expect("numel is checked in layouts");
+    let stream = Store::wanted::<F>(out_layout.numel());
     super::pointwise::build([&out_layout, layout], |out, [_, start], [_, stride]| {
         if stride == 1 {
-            let n = out.len();
-            for (d, &x) in out.iter_mut().zip(&src[start..start + n]) {
-                d.write(f(x));
+            let src = &src[start..start + out.len()];
+            if stream {
+                vectorized_for(
+                    #[inline(always)]
+                    |isa| map_into(Store::choose(true, isa), out, src, &f),
+                );
+            } else {
+                map_into(Store::Cached, out, src, &f);
             }
         } else {
             for (i, d) in out.iter_mut().enumerate() {

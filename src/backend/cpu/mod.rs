@@ -1,6 +1,7 @@
 //! CPU kernels over strided slices.
 
 mod copy;
+mod half_lines;
 mod matmul;
 pub mod num;
 pub(crate) mod parallel;
@@ -9,6 +10,7 @@ pub(crate) mod reduce;
 pub(crate) mod scan;
 mod select;
 mod shape;
+pub(crate) mod stream;
 mod transpose;
 pub(crate) mod vmath;
 

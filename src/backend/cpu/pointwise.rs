@@ -21,8 +21,11 @@
 //!   converted into stack buffers with the slice conversions of [`super::num::convert`]
 //!   (SIMD for `f16`/`bf16`), computed there, and converted back.
 
+use super::half_lines;
 use super::num::{as_type, as_type_mut, as_uninit_type_mut, cast, convert};
 use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
+use super::stream::{Store, map_into, zip_into};
+use super::vmath::Isa;
 use crate::dtype::Element;
 use crate::layout::{Coalesced, Layout};
 use crate::storage::take_buffer;
@@ -288,7 +291,9 @@ fn write_converted<U: Element, O: Element>(out: &mut [MaybeUninit<O>], ys: &[U])
     }
 }
 
-/// `out[i] = f(src[start + i * stride])`, loading `S` as `T` and storing `U` as `O`.
+/// `out[i] = f(src[start + i * stride])`, loading `S` as `T` and storing `U` as `O`, under
+/// the instruction set `isa` (see [`vectorized_for`](super::vmath::vectorized_for)), with
+/// non-temporal stores if `stream` (see [`super::stream`]).
 // Always inlined, so that inside `vmath::vectorized` its loops get the wider instructions.
 #[inline(always)]
 pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
@@ -297,18 +302,22 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
     start: usize,
     stride: usize,
     f: &impl Fn(T) -> U,
+    isa: Isa,
+    stream: bool,
 ) {
     let n = out.len();
+    let store = Store::choose(stream, isa);
     if let (Some(src), Some(out)) = (as_type::<S, T>(src), as_uninit_type_mut::<O, U>(out)) {
         if stride == 1 {
-            for (o, &x) in out.iter_mut().zip(&src[start..start + n]) {
-                o.write(f(x));
-            }
+            map_into(store, out, &src[start..start + n], f);
         } else {
             for (i, o) in out.iter_mut().enumerate() {
                 o.write(f(src[start + i * stride]));
             }
         }
+        return;
+    }
+    if half_lines::unary(isa, stream, out, src, start, stride, f) {
         return;
     }
     let mut xs = [T::ZERO; BLOCK];
@@ -346,7 +355,8 @@ impl<'a, S: Element> In<'a, S> {
     }
 }
 
-/// `out[i] = f(a[i], b[i])` over a segment, loading `A`/`B` as `T` and storing `U` as `O`.
+/// `out[i] = f(a[i], b[i])` over a segment, loading `A`/`B` as `T` and storing `U` as `O`,
+/// under `isa`, streamed if `stream` (as for [`unary`]).
 // Always inlined, so that inside `vmath::vectorized` its loops get the wider instructions.
 #[inline(always)]
 pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>(
@@ -354,8 +364,11 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
     a: In<'_, A>,
     b: In<'_, B>,
     f: &impl Fn(T, T) -> U,
+    isa: Isa,
+    stream: bool,
 ) {
     let n = out.len();
+    let store = Store::choose(stream, isa);
     if let (Some(x), Some(y), Some(out)) = (
         as_type::<A, T>(a.data),
         as_type::<B, T>(b.data),
@@ -363,22 +376,26 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
     ) {
         let (sa, sb) = (a.start, b.start);
         match (a.stride, b.stride) {
-            (1, 1) => {
-                for ((o, &p), &q) in out.iter_mut().zip(&x[sa..sa + n]).zip(&y[sb..sb + n]) {
-                    o.write(f(p, q));
-                }
-            }
+            (1, 1) => zip_into(store, out, &x[sa..sa + n], &y[sb..sb + n], f),
             (1, 0) => {
                 let q = y[sb];
-                for (o, &p) in out.iter_mut().zip(&x[sa..sa + n]) {
-                    o.write(f(p, q));
-                }
+                map_into(
+                    store,
+                    out,
+                    &x[sa..sa + n],
+                    #[inline(always)]
+                    |p| f(p, q),
+                );
             }
             (0, 1) => {
                 let p = x[sa];
-                for (o, &q) in out.iter_mut().zip(&y[sb..sb + n]) {
-                    o.write(f(p, q));
-                }
+                map_into(
+                    store,
+                    out,
+                    &y[sb..sb + n],
+                    #[inline(always)]
+                    |q| f(p, q),
+                );
             }
             (ta, tb) => {
                 for (i, o) in out.iter_mut().enumerate() {
@@ -386,6 +403,9 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
                 }
             }
         }
+        return;
+    }
+    if half_lines::binary(isa, stream, out, a, b, f) {
         return;
     }
     let mut xs = [T::ZERO; BLOCK];

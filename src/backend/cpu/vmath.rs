@@ -117,12 +117,36 @@ pub(crate) fn exp_f64(x: f64) -> f64 {
     p * s1 * s2
 }
 
+/// The vector instruction set a [`vectorized_for`] closure runs under.
+///
+/// Invariant: a value other than `Baseline` is only made by [`vectorized_for`], after checking
+/// that the CPU has every feature of that set, so code handed one may use those instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// AVX-512 F/VL/DQ/BW with AVX2, FMA and F16C.
+    Avx512,
+    /// AVX2 with FMA and F16C.
+    Avx2,
+    /// The baseline the crate is compiled for.
+    Baseline,
+}
+
 /// Runs `f` inside a function compiled for the widest vector instructions this CPU has
-/// (AVX-512, else AVX2 + FMA, else the baseline), so that loops in `f` (inlined there) use
+/// (AVX-512, else AVX2 + FMA + F16C, else the baseline), so that loops in `f` (inlined there) use
 /// them. Costs one cached feature check per call: call it around a loop over a row, not per
 /// element.
 #[inline(always)]
 pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    vectorized_for(
+        #[inline(always)]
+        |_| f(),
+    )
+}
+
+/// [`vectorized`], telling `f` which instruction set it runs under, for code that uses
+/// instructions of that set explicitly (see [`super::stream`]).
+#[inline(always)]
+pub(crate) fn vectorized_for<R>(f: impl FnOnce(Isa) -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         if x86::has_avx512() {
@@ -135,7 +159,7 @@ pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
             return unsafe { x86::with_avx2(f) };
         }
     }
-    f()
+    f(Isa::Baseline)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -151,16 +175,18 @@ mod x86 {
 
     #[inline(always)]
     pub(super) fn has_avx2() -> bool {
-        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+        std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("f16c")
     }
 
-    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-    pub(super) fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
-        f()
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,f16c")]
+    pub(super) fn with_avx512<R>(f: impl FnOnce(super::Isa) -> R) -> R {
+        f(super::Isa::Avx512)
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
-        f()
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) fn with_avx2<R>(f: impl FnOnce(super::Isa) -> R) -> R {
+        f(super::Isa::Avx2)
     }
 }
