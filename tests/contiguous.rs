@@ -139,3 +139,26 @@ fn large_transpose_in_parallel() {
         .collect();
     assert_eq!(dst.to_vec(), want);
 }
+
+/// Transposed copies of 8 MiB and more write whole aligned output lines with non-temporal
+/// stores, with the columns before the first aligned line copied on their own: every element
+/// still lands where the index loop puts it, on one and two threads, into a fresh buffer and
+/// through `copy_` into an offset destination.
+#[test]
+fn large_streamed_transposes_match_the_index_loop() {
+    let (r, c) = (2064usize, 1031usize); // output 1031 × 2064 f32: 8.5 MB, rows of 129 lines
+    let src = DynTensor::<f32>::arange(0.0, (r * c + 7) as f32, 1.0);
+    let t = src.narrow(0, 7, r * c).view(&[r as isize, c as isize]);
+    let want = naive(&t.t(), &src.to_vec());
+    for threads in [1, 2] {
+        namedtensor::set_num_threads(threads);
+        assert_eq!(t.t().contiguous().to_vec(), want, "{threads} threads");
+        // A destination starting 5 elements into its storage: a different alignment.
+        let storage = DynTensor::<f32>::zeros(&[c * r + 5]);
+        let dst = storage.narrow(0, 5, c * r).view(&[c as isize, r as isize]);
+        dst.copy_(&t.t());
+        assert_eq!(dst.to_vec(), want, "copy_ on {threads} threads");
+        assert_eq!(&storage.to_vec()[..5], &[0.0; 5]);
+    }
+    namedtensor::set_num_threads(2);
+}

@@ -245,7 +245,7 @@ unsafe fn stream_line<V>(isa: Isa, dst: *mut u8, values: &V) {
 
 /// Orders the non-temporal stores before later stores.
 #[inline(always)]
-fn fence() {
+pub(crate) fn fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SFENCE is part of the x86-64 baseline (SSE).
     unsafe {
@@ -254,14 +254,14 @@ fn fence() {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(crate) mod x86 {
     use std::arch::x86_64::*;
 
     /// # Safety
     /// `dst` 64-byte aligned and writable for 64 bytes, `src` readable for 64; AVX-512F.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn stream64_avx512(dst: *mut u8, src: *const u8) {
+    pub(crate) unsafe fn stream64_avx512(dst: *mut u8, src: *const u8) {
         // SAFETY: the caller's contract.
         unsafe { _mm512_stream_si512(dst.cast(), _mm512_loadu_si512(src.cast())) }
     }
@@ -270,7 +270,7 @@ mod x86 {
     /// `dst` 64-byte aligned and writable for 64 bytes, `src` readable for 64; AVX.
     #[inline]
     #[target_feature(enable = "avx")]
-    pub(super) unsafe fn stream64_avx(dst: *mut u8, src: *const u8) {
+    pub(crate) unsafe fn stream64_avx(dst: *mut u8, src: *const u8) {
         // SAFETY: the caller's contract; both halves are 32-byte aligned.
         unsafe {
             _mm256_stream_si256(dst.cast(), _mm256_loadu_si256(src.cast()));
