@@ -37,7 +37,7 @@ def main():
         for dt, name in ((np.float32, "f32"), (np.float64, "f64")):
             x = rng.standard_normal((n, n)).astype(dt)
             y = rng.standard_normal((n, n)).astype(dt)
-            reps = 20 if n <= 256 else (7 if n <= 1024 else 3)
+            reps = 100 if n <= 256 else (11 if n <= 1024 else 5)
             cases[f"matmul_{name}_{n}"] = ((lambda x=x, y=y: x @ y), reps)
     only = set(sys.argv[1:])
     for name, (f, reps) in cases.items():

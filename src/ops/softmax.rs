@@ -4,7 +4,7 @@
 
 use super::promote::SumOutput;
 use super::{C, gather_as, on_cuda, vec_into};
-use crate::backend::cpu::num::Native;
+use crate::backend::cpu::num::{Native, as_type};
 use crate::backend::cpu::scan;
 use crate::dtype::{Element, Float};
 use crate::error::Result;
@@ -31,9 +31,21 @@ fn softmax_impl<E: Float>(t: &DynTensor<E>, dim: isize, log: bool) -> Result<Dyn
         };
         super::cuda::softmax(op, t, d, log)
     });
-    let mut buf = gather_as::<E, C<E>>(op, t)?;
-    scan::softmax(&mut buf, n, inner, log);
-    DynTensor::from_contiguous_vec(vec_into(buf), t.shape())
+    // A contiguous input already in the compute type is read where it is; any other is
+    // gathered (and converted) first.
+    if t.is_contiguous()
+        && let Some(out) = {
+            let guard = t.storage().read();
+            let data = guard.cpu(op)?;
+            as_type::<E, C<E>>(&data[t.storage_offset()..t.storage_offset() + t.numel()])
+                .map(|src| scan::softmax(src, n, inner, log))
+        }
+    {
+        return DynTensor::from_contiguous_vec(vec_into(out), t.shape());
+    }
+    let buf = gather_as::<E, C<E>>(op, t)?;
+    let out = scan::softmax(&buf, n, inner, log);
+    DynTensor::from_contiguous_vec(vec_into(out), t.shape())
 }
 
 fn scan_impl<E: Element>(

@@ -250,11 +250,11 @@ fn main() {
     // ---- matmul
     for n in [256usize, 1024, 2048] {
         let reps = if n <= 256 {
-            20
+            100
         } else if n <= 1024 {
-            7
+            11
         } else {
-            3
+            5
         };
         for dt in ["f32", "f64"] {
             let c = format!("matmul_{dt}_{n}");

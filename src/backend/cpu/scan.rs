@@ -1,6 +1,6 @@
 //! Kernels along one dim of a contiguous buffer seen as `[outer, n, inner]`: softmax,
-//! log-softmax and cumulative sums/products. They work in place on a fresh buffer that already
-//! holds the input converted to the compute type, in parallel over the `outer` slabs.
+//! log-softmax (from the input into a fresh buffer) and cumulative sums/products (in place on
+//! a fresh buffer that already holds the input converted), in parallel over the `outer` slabs.
 //!
 //! With `inner == 1` each lane is a contiguous row; otherwise lanes are columns, processed in
 //! blocks of adjacent columns so that the loops run along memory.
@@ -10,6 +10,8 @@ use super::parallel::{for_each_chunk_mut, task_count};
 use super::reduce::{max_slice, sum_slice};
 use super::vmath::vectorized;
 use crate::dtype::Element;
+use crate::storage::take_buffer;
+use std::mem::MaybeUninit;
 
 const COLS: usize = 256;
 
@@ -24,72 +26,112 @@ fn for_each_slab<T: Send>(buf: &mut [T], n: usize, inner: usize, f: impl Fn(&mut
     });
 }
 
-/// Softmax (or log-softmax) along the middle axis, subtracting the lane's maximum first so
-/// that `exp` cannot overflow. A lane of all `-inf` gives NaN, as in PyTorch.
-pub(crate) fn softmax<T: NativeFloat>(buf: &mut [T], n: usize, inner: usize, log: bool) {
-    for_each_slab(buf, n, inner, |slab| {
-        vectorized(
-            #[inline(always)]
-            || softmax_slab(slab, n, inner, log),
-        )
-    });
+/// Softmax (or log-softmax) along the middle axis of `src` into a fresh buffer of the same
+/// length, subtracting the lane's maximum first so that `exp` cannot overflow. A lane of all
+/// `-inf` gives NaN, as in PyTorch. `src` is read twice per lane (maximum, then `exp`) and
+/// the output written once and read back once while it is still in cache, so no copy of
+/// the input is made first.
+pub(crate) fn softmax<T: NativeFloat>(src: &[T], n: usize, inner: usize, log: bool) -> Vec<T> {
+    let len = src.len();
+    let mut out = take_buffer::<T>(len);
+    let slab = n * inner;
+    if let Some(slabs) = len.checked_div(slab) {
+        let dst = &mut out.spare_capacity_mut()[..len];
+        let tasks = task_count(len, 1 << 14).min(slabs);
+        for_each_chunk_mut(dst, tasks, slab, |range, chunk| {
+            let src = &src[range];
+            for (s, d) in src.chunks(slab).zip(chunk.chunks_mut(slab)) {
+                vectorized(
+                    #[inline(always)]
+                    || softmax_slab(s, d, n, inner, log),
+                )
+            }
+        });
+    }
+    // SAFETY: the chunks cover `0..len` (slab-aligned), and `softmax_slab` writes every
+    // element of its slab (see there); with `slab == 0`, `len == 0`.
+    unsafe { out.set_len(len) };
+    out
 }
 
-/// [`softmax`] of one `[n, inner]` slab.
+/// Reads back an output element written earlier in the same slab.
 #[inline(always)]
-fn softmax_slab<T: NativeFloat>(slab: &mut [T], n: usize, inner: usize, log: bool) {
-    {
-        if inner == 1 {
-            let m = max_slice(slab);
-            if log {
-                let mut e = vec![T::ZERO; slab.len()];
-                for (e, &x) in e.iter_mut().zip(slab.iter()) {
-                    *e = x.nsub(m).exp();
-                }
-                let lse = sum_slice(&e).ln();
-                for x in slab.iter_mut() {
-                    *x = x.nsub(m).nsub(lse);
-                }
-            } else {
-                for x in slab.iter_mut() {
-                    *x = x.nsub(m).exp();
-                }
-                let s = sum_slice(slab);
-                for x in slab.iter_mut() {
-                    *x = x.ndiv(s);
+fn written<T: Copy>(d: &MaybeUninit<T>) -> T {
+    // SAFETY: only called on elements that `softmax_slab` wrote in an earlier pass over the
+    // same lane or column block (pass 2 writes every element that pass 3 reads).
+    unsafe { d.assume_init() }
+}
+
+/// [`softmax`] of one `[n, inner]` slab of `src` into `dst` (same length): writes every
+/// element of `dst`.
+#[inline(always)]
+fn softmax_slab<T: NativeFloat>(
+    src: &[T],
+    dst: &mut [MaybeUninit<T>],
+    n: usize,
+    inner: usize,
+    log: bool,
+) {
+    if inner == 1 {
+        let m = max_slice(src);
+        if log {
+            let mut sum = [T::ZERO; 16];
+            let chunks = src.chunks_exact(16);
+            let rest = chunks.remainder();
+            for c in chunks {
+                for (a, &x) in sum.iter_mut().zip(c) {
+                    *a = a.nadd(x.nsub(m).exp());
                 }
             }
-            return;
+            for (a, &x) in sum.iter_mut().zip(rest) {
+                *a = a.nadd(x.nsub(m).exp());
+            }
+            let lse = sum_slice(&sum).ln();
+            for (d, &x) in dst.iter_mut().zip(src) {
+                d.write(x.nsub(m).nsub(lse));
+            }
+        } else {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                d.write(x.nsub(m).exp());
+            }
+            // SAFETY: every element of `dst` was written just above (`dst` and `src` have
+            // the same length); `MaybeUninit<T>` has `T`'s layout.
+            let e = unsafe { &*(dst as *const [MaybeUninit<T>] as *const [T]) };
+            let s = sum_slice(e);
+            for d in dst.iter_mut() {
+                d.write(written(d).ndiv(s));
+            }
         }
-        for c0 in (0..inner).step_by(COLS) {
-            let w = COLS.min(inner - c0);
-            let mut m = [T::LOWEST; COLS];
-            let mut s = [T::ZERO; COLS];
-            for i in 0..n {
-                let row = &slab[i * inner + c0..i * inner + c0 + w];
-                for (m, &x) in m[..w].iter_mut().zip(row) {
-                    *m = m.nmax(x);
-                }
+        return;
+    }
+    for c0 in (0..inner).step_by(COLS) {
+        let w = COLS.min(inner - c0);
+        let mut m = [T::LOWEST; COLS];
+        let mut s = [T::ZERO; COLS];
+        for i in 0..n {
+            let row = &src[i * inner + c0..i * inner + c0 + w];
+            for (m, &x) in m[..w].iter_mut().zip(row) {
+                *m = m.nmax(x);
             }
-            for i in 0..n {
-                let row = &mut slab[i * inner + c0..i * inner + c0 + w];
-                for ((s, &m), x) in s[..w].iter_mut().zip(&m[..w]).zip(row.iter_mut()) {
-                    let e = x.nsub(m).exp();
-                    *s = s.nadd(e);
-                    if !log {
-                        *x = e;
-                    }
-                }
+        }
+        for i in 0..n {
+            let at = i * inner + c0..i * inner + c0 + w;
+            let (row, out) = (&src[at.clone()], &mut dst[at]);
+            for (((s, &m), &x), d) in s[..w].iter_mut().zip(&m[..w]).zip(row).zip(out) {
+                let e = x.nsub(m).exp();
+                *s = s.nadd(e);
+                d.write(e);
             }
-            for i in 0..n {
-                let row = &mut slab[i * inner + c0..i * inner + c0 + w];
-                for ((&s, &m), x) in s[..w].iter().zip(&m[..w]).zip(row.iter_mut()) {
-                    *x = if log {
-                        x.nsub(m).nsub(s.ln())
-                    } else {
-                        x.ndiv(s)
-                    };
-                }
+        }
+        for i in 0..n {
+            let at = i * inner + c0..i * inner + c0 + w;
+            let (row, out) = (&src[at.clone()], &mut dst[at]);
+            for (((&s, &m), &x), d) in s[..w].iter().zip(&m[..w]).zip(row).zip(out) {
+                d.write(if log {
+                    x.nsub(m).nsub(s.ln())
+                } else {
+                    written(d).ndiv(s)
+                });
             }
         }
     }
