@@ -59,28 +59,16 @@ pub(crate) fn map_into<T: Copy, O: Copy>(
     x: &[T],
     f: impl Fn(T) -> O,
 ) {
-    let x = &x[..out.len()];
-    macro_rules! lines {
-        ($n:literal) => {
-            write_lines::<O, $n>(
-                store,
-                out,
-                #[inline(always)]
-                |i, m| map_line(line_of::<T, $n>(x, i, m), &f),
-            )
-        };
-    }
-    match store {
-        Store::Streamed(_) if size_of::<O>() == 4 => lines!(16),
-        Store::Streamed(_) if size_of::<O>() == 8 => lines!(8),
-        Store::Streamed(_) if size_of::<O>() == 2 => lines!(32),
-        Store::Streamed(_) if size_of::<O>() == 1 => lines!(64),
-        _ => {
-            for (o, &v) in out.iter_mut().zip(x) {
-                o.write(f(v));
-            }
-        }
-    }
+    // The second operand is the first again: its loads are the same addresses, which the
+    // compiler merges.
+    zip_into(
+        store,
+        out,
+        x,
+        x,
+        #[inline(always)]
+        |p, _| f(p),
+    )
 }
 
 /// `out[i] = f(x[i], y[i])`.
