@@ -26,6 +26,30 @@ fn unsupported(op: &'static str, what: &str, dtype: DType) -> Error {
     )
 }
 
+/// Checks that an auxiliary operand (`what`: a condition, an index) has `dtype` and is
+/// viewed at the output's `sizes`, which its kernel assumes.
+fn check_operand(
+    op: &'static str,
+    what: &str,
+    buf: &CudaBuffer,
+    layout: &Layout,
+    dtype: DType,
+    sizes: &[usize],
+) -> Result<()> {
+    if buf.dtype() == dtype && layout.sizes() == sizes {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::InvalidArgument,
+        op,
+        format!(
+            "{what} must be of dtype {dtype} and viewed at the output's shape {sizes:?}, got {} {:?}",
+            buf.dtype(),
+            layout.sizes()
+        ),
+    ))
+}
+
 /// `op` applied to every element of `layout` over `src`.
 ///
 /// Integer types support neg, abs, relu, square and sign (wrapping); every operation
@@ -286,18 +310,7 @@ pub(crate) fn where_(
 ) -> Result<CudaBuffer> {
     check_pair(op, a, la, b, lb)?;
     same_device(op, cond, a)?;
-    if cond.dtype() != DType::Bool || lc.sizes() != la.sizes() {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            op,
-            format!(
-                "the condition must be a bool view of the output's shape {:?}, got {} {:?}",
-                la.sizes(),
-                cond.dtype(),
-                lc.sizes()
-            ),
-        ));
-    }
+    check_operand(op, "the condition", cond, lc, DType::Bool, la.sizes())?;
     let dev = a.cuda_device();
     let n = la.numel();
     let mut out = CudaBuffer::alloc(op, dev, a.dtype(), n)?;
@@ -348,18 +361,7 @@ pub(crate) fn index(
     size: usize,
 ) -> Result<CudaBuffer> {
     same_device(op, src, index)?;
-    if index.dtype() != DType::I64 || ls.sizes() != li.sizes() {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            op,
-            format!(
-                "the index must be an i64 view of the output's shape {:?}, got {} {:?}",
-                ls.sizes(),
-                index.dtype(),
-                li.sizes()
-            ),
-        ));
-    }
+    check_operand(op, "the index", index, li, DType::I64, ls.sizes())?;
     let dev = src.cuda_device();
     let n = ls.numel();
     let mut out = CudaBuffer::alloc(op, dev, src.dtype(), n)?;
