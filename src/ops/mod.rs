@@ -78,7 +78,7 @@ use crate::backend::cpu::num::{Kernel, Native};
 use crate::backend::cpu::pointwise::{self, In};
 use crate::backend::cpu::reduce::{Fold, reduce};
 use crate::backend::cpu::stream::Store;
-use crate::backend::cpu::vmath::{Isa, vectorized, vectorized_for};
+use crate::backend::cpu::vmath::{Isa, vectorized_if};
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -128,14 +128,11 @@ fn map_with<S: Element, T: Element, U: Element, O: Element, const VEC: bool>(
     let src = guard.cpu(op)?;
     let stream = Store::wanted::<O>(out_layout.numel());
     let data = pointwise::build([&out_layout, t.layout()], |out, st, sd| {
-        if VEC || stream || O::DTYPE.is_half() {
-            vectorized_for(
-                #[inline(always)]
-                |isa| pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f, isa, stream),
-            )
-        } else {
-            pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f, Isa::Baseline, false)
-        }
+        vectorized_if(
+            VEC || stream || O::DTYPE.is_half(),
+            #[inline(always)]
+            |isa| pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f, isa, stream),
+        )
     });
     DynTensor::from_contiguous_vec(data, t.shape())
 }
@@ -175,14 +172,11 @@ fn zip_with<A: Element, B: Element, T: Element, U: Element, O: Element, const VE
     let data = with_read2(op, a.storage(), b.storage(), |sa, sb| {
         pointwise::build([&out_layout, &la, &lb], |out, st, sd| {
             let (a, b) = (In::new(sa, st[1], sd[1]), In::new(sb, st[2], sd[2]));
-            if VEC || stream || O::DTYPE.is_half() {
-                vectorized_for(
-                    #[inline(always)]
-                    |isa| pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, stream),
-                )
-            } else {
-                pointwise::binary::<A, B, T, U, O>(out, a, b, &f, Isa::Baseline, false)
-            }
+            vectorized_if(
+                VEC || stream || O::DTYPE.is_half(),
+                #[inline(always)]
+                |isa| pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, stream),
+            )
         })
     })?;
     DynTensor::from_contiguous_vec(data, &shape)
@@ -258,14 +252,11 @@ fn map_inplace_with<E: Element, T: Element, const VEC: bool>(
     let mut guard = dst.storage().write();
     let d = guard.cpu_mut(op)?;
     pointwise::apply(d, [dst.layout()], |run, _, _| {
-        if VEC {
-            vectorized(
-                #[inline(always)]
-                || pointwise::unary_inplace::<E, T>(run, &f),
-            )
-        } else {
-            pointwise::unary_inplace::<E, T>(run, &f)
-        }
+        vectorized_if(
+            VEC,
+            #[inline(always)]
+            |_| pointwise::unary_inplace::<E, T>(run, &f),
+        )
     });
     Ok(())
 }

@@ -4,7 +4,7 @@
 use super::num::as_type;
 use super::stream::{Store, map_into};
 use super::transpose::{Bits, Mapped, Plan, tiled_to_vec};
-use super::vmath::vectorized_for;
+use super::vmath::vectorized_if;
 use crate::dtype::Element;
 use crate::layout::{Coalesced, Layout};
 use std::mem::MaybeUninit;
@@ -34,14 +34,11 @@ pub(crate) fn map_to_vec<E: Copy + Sync, F: Copy + Send>(
     super::pointwise::build([&out_layout, layout], |out, [_, start], [_, stride]| {
         if stride == 1 {
             let src = &src[start..start + out.len()];
-            if stream {
-                vectorized_for(
-                    #[inline(always)]
-                    |isa| map_into(Store::choose(true, isa), out, src, &f),
-                );
-            } else {
-                map_into(Store::Cached, out, src, &f);
-            }
+            vectorized_if(
+                stream,
+                #[inline(always)]
+                |isa| map_into(Store::choose(stream, isa), out, src, &f),
+            );
         } else {
             for (i, d) in out.iter_mut().enumerate() {
                 d.write(f(src[start + i * stride]));

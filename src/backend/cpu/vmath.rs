@@ -162,6 +162,17 @@ pub(crate) fn vectorized_for<R>(f: impl FnOnce(Isa) -> R) -> R {
     f(Isa::Baseline)
 }
 
+/// [`vectorized_for`] when `wide`, else `f(Isa::Baseline)` in the caller's (baseline) code:
+/// for loops that only some calls want compiled wider (the others keep their code size).
+#[inline(always)]
+pub(crate) fn vectorized_if<R>(wide: bool, f: impl FnOnce(Isa) -> R) -> R {
+    if wide {
+        vectorized_for(f)
+    } else {
+        f(Isa::Baseline)
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     #[inline(always)]
