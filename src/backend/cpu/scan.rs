@@ -15,14 +15,23 @@ use std::mem::MaybeUninit;
 
 const COLS: usize = 256;
 
-fn for_each_slab<T: Send>(buf: &mut [T], n: usize, inner: usize, f: impl Fn(&mut [T]) + Sync) {
+/// Calls `f(start, slab)` for every `[n, inner]` slab of `buf` (`start`: its first index),
+/// slabs split across the pool in whole slabs.
+fn for_each_slab<T: Send>(
+    buf: &mut [T],
+    n: usize,
+    inner: usize,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
     let slab = n * inner;
-    if slab == 0 {
+    let Some(slabs) = buf.len().checked_div(slab) else {
         return;
-    }
-    let tasks = task_count(buf.len(), 1 << 14).min(buf.len() / slab);
-    for_each_chunk_mut(buf, tasks, slab, |_, chunk| {
-        chunk.chunks_mut(slab).for_each(&f)
+    };
+    let tasks = task_count(buf.len(), 1 << 14).min(slabs);
+    for_each_chunk_mut(buf, tasks, slab, |range, chunk| {
+        for (k, s) in chunk.chunks_mut(slab).enumerate() {
+            f(range.start + k * slab, s)
+        }
     });
 }
 
@@ -34,22 +43,15 @@ fn for_each_slab<T: Send>(buf: &mut [T], n: usize, inner: usize, f: impl Fn(&mut
 pub(crate) fn softmax<T: NativeFloat>(src: &[T], n: usize, inner: usize, log: bool) -> Vec<T> {
     let len = src.len();
     let mut out = take_buffer::<T>(len);
-    let slab = n * inner;
-    if let Some(slabs) = len.checked_div(slab) {
-        let dst = &mut out.spare_capacity_mut()[..len];
-        let tasks = task_count(len, 1 << 14).min(slabs);
-        for_each_chunk_mut(dst, tasks, slab, |range, chunk| {
-            let src = &src[range];
-            for (s, d) in src.chunks(slab).zip(chunk.chunks_mut(slab)) {
-                vectorized(
-                    #[inline(always)]
-                    || softmax_slab(s, d, n, inner, log),
-                )
-            }
-        });
-    }
-    // SAFETY: the chunks cover `0..len` (slab-aligned), and `softmax_slab` writes every
-    // element of its slab (see there); with `slab == 0`, `len == 0`.
+    for_each_slab(&mut out.spare_capacity_mut()[..len], n, inner, |at, d| {
+        let s = &src[at..at + d.len()];
+        vectorized(
+            #[inline(always)]
+            || softmax_slab(s, d, n, inner, log),
+        )
+    });
+    // SAFETY: the slabs cover `0..len`, and `softmax_slab` writes every element of its slab
+    // (see there); with `n · inner == 0`, `len == 0`.
     unsafe { out.set_len(len) };
     out
 }
@@ -146,7 +148,7 @@ pub(crate) fn scan<O: Element, W: Native>(
     identity: W,
     combine: impl Fn(W, W) -> W + Sync,
 ) {
-    for_each_slab(buf, n, inner, |slab| {
+    for_each_slab(buf, n, inner, |_, slab| {
         if inner == 1 {
             let mut acc = identity;
             for x in slab.iter_mut() {
