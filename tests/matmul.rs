@@ -205,26 +205,32 @@ fn integer_types_accumulate_exactly_and_wrap_like_the_type() {
     );
 }
 
-/// Larger products: gemm's packed and multithreaded paths, the batch-parallel path for many
-/// small products, and the folded path (a batch over one shared right operand).
+/// Larger products on 2 and 3 threads: bands of output rows, one per thread, that start and
+/// end inside products (67-row products cut at rows 208 or 144), gemm's own split for a product
+/// with too few rows to band, the sequential path for many small products, and the folded
+/// path (a batch over one shared right operand).
 #[test]
 fn large_and_many_products_on_strided_operands() {
-    namedtensor::set_num_threads(2);
-    let cases: [(&[usize], &[usize]); 4] = [
+    let cases: [(&[usize], &[usize]); 6] = [
         (&[130, 70], &[70, 129]),
         (&[2, 1, 67, 70], &[3, 70, 65]),
+        (&[8, 600], &[600, 200]),
+        (&[63, 25, 40], &[63, 40, 24]),
         (&[64, 8, 9], &[64, 9, 8]),
         (&[3, 50, 40], &[40, 33]),
     ];
-    for (sa, sb) in cases {
-        for (ka, kb) in [
-            (ViewKind::Contiguous, ViewKind::Contiguous),
-            (ViewKind::Transposed, ViewKind::Reversed),
-            (ViewKind::Stepped, ViewKind::Expanded),
-            (ViewKind::Offset, ViewKind::Transposed),
-        ] {
-            check_exact(&make_view::<f32>(sa, ka, 5), &make_view::<f32>(sb, kb, 6));
-            check_exact(&make_view::<f64>(sa, ka, 5), &make_view::<f64>(sb, kb, 6));
+    for threads in [2, 3] {
+        namedtensor::set_num_threads(threads);
+        for (sa, sb) in cases {
+            for (ka, kb) in [
+                (ViewKind::Contiguous, ViewKind::Contiguous),
+                (ViewKind::Transposed, ViewKind::Reversed),
+                (ViewKind::Stepped, ViewKind::Expanded),
+                (ViewKind::Offset, ViewKind::Transposed),
+            ] {
+                check_exact(&make_view::<f32>(sa, ka, 5), &make_view::<f32>(sb, kb, 6));
+                check_exact(&make_view::<f64>(sa, ka, 5), &make_view::<f64>(sb, kb, 6));
+            }
         }
     }
 }

