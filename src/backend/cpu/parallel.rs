@@ -182,11 +182,11 @@ pub(crate) fn for_each_split(
 /// parked) for the items workers did claim. So a worker that wakes late (tens of microseconds
 /// on a virtual machine) or not at all (its core busy with another process) costs at most its
 /// share of the work, never a wait for it to wake. Measured on a 256³ f32 product split in
-/// two: median 0.11 ms, against 0.20 ms for `gemm`'s own split through `install`. Give it at
-/// most as many items as the pool has threads.
+/// two, 300 calls: median 0.14–0.15 ms, against 0.20 ms for `gemm`'s own split through
+/// `install`. Give it at most as many items as the pool has threads.
 ///
-/// Panics if `f` panics (after every item has run or been abandoned: no worker is left
-/// holding a reference into this call's frame).
+/// Panics if `f` panics, once every item has finished (no worker is left holding a reference
+/// into this call's frame).
 pub(crate) fn for_each_with_caller<T: Send>(
     items: impl IntoIterator<Item = T>,
     f: impl Fn(T) + Sync,
