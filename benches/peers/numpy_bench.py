@@ -1,23 +1,17 @@
-"""NumPy side of the peer comparison: the same cases as src/main.rs, printed one per line as
-`case<TAB>median_ms`. Run by the Rust program with OPENBLAS_NUM_THREADS set."""
+"""NumPy side of the peer comparison (src/main.rs), run as a worker: after building its data it
+prints `ready`, then reads requests `CASE WARM_MS COUNT` from stdin, one per line, runs that
+case for WARM_MS milliseconds untimed (at least once), then COUNT times timed, and prints the
+milliseconds of each timed run on one line (`-` for a case it does not have).
+The Rust program asks for a block of runs between its own libraries' blocks of the same case,
+so every library is timed under the same machine load. OPENBLAS_NUM_THREADS is set by the
+caller."""
 import sys
 import time
 
 import numpy as np
 
 
-def median_ms(f, reps):
-    f()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
-
-
-def main():
+def cases():
     rng = np.random.default_rng(0)
     n16 = 16 * 1024 * 1024
     a = rng.standard_normal(n16, dtype=np.float32)
@@ -25,25 +19,41 @@ def main():
     m = rng.standard_normal((4096, 4096), dtype=np.float32)
     col = rng.standard_normal((4096, 1), dtype=np.float32)
     h1, h2 = a.astype(np.float16), b.astype(np.float16)
-    cases = {
-        "add_f32_16M_new": (lambda: a + b, 15),
-        "bcast_add_4096x4096+4096x1": (lambda: m + col, 15),
-        "sum_last_4096x4096": (lambda: m.sum(axis=1), 15),
-        "sum_first_4096x4096": (lambda: m.sum(axis=0), 15),
-        "transpose_contiguous_4096x4096": (lambda: np.ascontiguousarray(m.T), 7),
-        "add_f16_16M_new": (lambda: h1 + h2, 7),
+    table = {
+        "add_f32_16M_new": lambda: a + b,
+        "bcast_add_4096x4096+4096x1": lambda: m + col,
+        "sum_last_4096x4096": lambda: m.sum(axis=1),
+        "sum_first_4096x4096": lambda: m.sum(axis=0),
+        "transpose_contiguous_4096x4096": lambda: np.ascontiguousarray(m.T),
+        "add_f16_16M_new": lambda: h1 + h2,
     }
     for n in (256, 1024, 2048):
         for dt, name in ((np.float32, "f32"), (np.float64, "f64")):
             x = rng.standard_normal((n, n)).astype(dt)
             y = rng.standard_normal((n, n)).astype(dt)
-            reps = 100 if n <= 256 else (11 if n <= 1024 else 5)
-            cases[f"matmul_{name}_{n}"] = ((lambda x=x, y=y: x @ y), reps)
-    only = set(sys.argv[1:])
-    for name, (f, reps) in cases.items():
-        if only and name not in only:
+            table[f"matmul_{name}_{n}"] = lambda x=x, y=y: x @ y
+    return table
+
+
+def main():
+    table = cases()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        case, warm_ms, count = line.split()
+        f = table.get(case)
+        if f is None:
+            print("-", flush=True)
             continue
-        print(f"{name}\t{median_ms(f, reps):.3f}", flush=True)
+        warm_until = time.perf_counter() + float(warm_ms) / 1e3
+        f()
+        while time.perf_counter() < warm_until:
+            f()
+        times = []
+        for _ in range(int(count)):
+            t0 = time.perf_counter()
+            f()
+            times.append((time.perf_counter() - t0) * 1e3)
+        print(" ".join(f"{t:.6f}" for t in times), flush=True)
 
 
 if __name__ == "__main__":

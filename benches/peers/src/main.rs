@@ -2,59 +2,156 @@
 //! called directly, and NumPy (python3, if installed), in one run, with ratios.
 //!
 //! ```sh
-//! cd benches/peers && cargo run --release -- --threads 2
+//! cd benches/peers && cargo run --release -- --threads 2 [CASE ...]
 //! ```
 //! `--threads N` sets every library's thread count (namedtensor's pool, rayon's global pool
 //! used by ndarray/candle/gemm, `MATMUL_NUM_THREADS` for ndarray's matrixmultiply,
-//! `OPENBLAS_NUM_THREADS` for NumPy). Times are medians of repeated runs, in milliseconds.
+//! `OPENBLAS_NUM_THREADS` for NumPy). Naming cases runs only those.
+//!
+//! The libraries are timed *interleaved*: every round runs a block of calls of each library's
+//! version of a case, in an order rotated from round to round, and NumPy (a worker process, see
+//! `numpy_bench.py`) runs its blocks between the others. On a shared machine whose speed drifts
+//! by tens of percent from one second to the next, every library then sees the same drift, and
+//! the ratios hold still where medians taken one library after the other did not. Before each
+//! block the program sleeps for [`SETTLE`], so that the previous library's idle threads (which
+//! spin for a while after a call: OpenBLAS's for about 2^28 cycles) have gone to sleep, then
+//! calls the library for [`WARM_UP`] without counting (at least once: the virtual CPUs of a
+//! shared machine run slowly for a few milliseconds after an idle spell). Times are medians
+//! over all counted calls, in milliseconds. (`PEERS_SETTLE_MS=0` shows how much the libraries
+//! disturb each other without the pause.)
 
 use half::{bf16, f16};
 use namedtensor::DynTensor;
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::process::Command;
-use std::time::Instant;
-
-fn median_ms(reps: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..reps)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    t[t.len() / 2]
-}
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Results: case -> library -> median ms.
 type Table = BTreeMap<String, BTreeMap<&'static str, f64>>;
 
-fn record(table: &mut Table, case: &str, lib: &'static str, ms: f64) {
-    println!("{case:<34} {lib:<12} {ms:>10.3} ms");
-    table.entry(case.to_string()).or_default().insert(lib, ms);
+/// One library's version of a case: runs it once and returns the milliseconds it took.
+type Run<'a> = Box<dyn FnMut() -> f64 + 'a>;
+
+/// The pause before each block of calls (see the module docs); `PEERS_SETTLE_MS` overrides it.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// How long each block runs uncounted calls first (see the module docs).
+const WARM_UP: Duration = Duration::from_millis(30);
+
+/// Wraps `f` (which drops its result, so freeing is timed too) as a timed [`Run`].
+fn timed<'a>(mut f: impl FnMut() + 'a) -> Run<'a> {
+    Box::new(move || {
+        let start = Instant::now();
+        f();
+        start.elapsed().as_secs_f64() * 1e3
+    })
 }
 
-fn numpy(table: &mut Table, threads: usize, only: &[String]) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/numpy_bench.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args(only)
-        .env("OPENBLAS_NUM_THREADS", threads.to_string())
-        .env("OMP_NUM_THREADS", threads.to_string())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            for line in String::from_utf8_lossy(&o.stdout).lines() {
-                if let Some((case, ms)) = line.split_once('\t') {
-                    record(table, case, "numpy", ms.parse().unwrap());
-                }
+fn median(mut t: Vec<f64>) -> f64 {
+    t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    t[t.len() / 2]
+}
+
+/// NumPy in a worker process that runs one case per request (see `numpy_bench.py`).
+struct NumPy {
+    worker: Option<(Child, ChildStdin, BufReader<ChildStdout>)>,
+}
+
+impl NumPy {
+    /// Starts the worker with `threads` OpenBLAS threads; without python3 or NumPy the
+    /// comparison goes on without it.
+    fn start(threads: usize) -> Self {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/numpy_bench.py");
+        let child = Command::new("python3")
+            .arg(script)
+            .env("OPENBLAS_NUM_THREADS", threads.to_string())
+            .env("OMP_NUM_THREADS", threads.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("numpy skipped: python3 not runnable ({e})");
+                return NumPy { worker: None };
             }
+        };
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        if stdout.read_line(&mut line).is_err() || line.trim() != "ready" {
+            eprintln!("numpy skipped: the worker did not start (its error is above)");
+            let _ = child.kill();
+            return NumPy { worker: None };
         }
-        Ok(o) => eprintln!("numpy skipped: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => eprintln!("numpy skipped: python3 not runnable ({e})"),
+        NumPy {
+            worker: Some((child, stdin, stdout)),
+        }
+    }
+
+    /// `count` timed runs of `case` by NumPy after [`WARM_UP`] of untimed ones; `None` without
+    /// a worker or for a case it lacks.
+    fn run(&mut self, case: &str, count: usize) -> Option<Vec<f64>> {
+        let (_, stdin, stdout) = self.worker.as_mut()?;
+        writeln!(stdin, "{case} {} {count}", WARM_UP.as_millis()).ok()?;
+        stdin.flush().ok()?;
+        let mut line = String::new();
+        stdout.read_line(&mut line).ok()?;
+        line.split_whitespace().map(|t| t.parse().ok()).collect()
+    }
+}
+
+impl Drop for NumPy {
+    fn drop(&mut self) {
+        if let Some((mut child, stdin, _)) = self.worker.take() {
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Times `case` through every library in `libs` and NumPy: `rounds` rounds, each of which runs,
+/// for every library in an order rotated every round, a pause ([`SETTLE`]), uncounted calls for
+/// [`WARM_UP`] and `block` timed calls. Records the medians.
+fn compare(
+    table: &mut Table,
+    numpy: &mut NumPy,
+    case: &str,
+    [rounds, block]: [usize; 2],
+    mut libs: Vec<(&'static str, Run)>,
+) {
+    let settle = std::env::var("PEERS_SETTLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(SETTLE, Duration::from_millis);
+    let with_numpy = numpy.run(case, 1).is_some();
+    let count = libs.len() + usize::from(with_numpy);
+    let mut times = vec![Vec::with_capacity(rounds * block); count];
+    for round in 0..rounds {
+        for i in (0..count).map(|i| (i + round) % count) {
+            std::thread::sleep(settle);
+            let runs = match libs.get_mut(i) {
+                Some((_, run)) => {
+                    let warm = Instant::now();
+                    run();
+                    while warm.elapsed() < WARM_UP {
+                        run();
+                    }
+                    (0..block).map(|_| run()).collect()
+                }
+                None => numpy.run(case, block).expect("the numpy worker stopped"),
+            };
+            times[i].extend(runs);
+        }
+    }
+    let names = libs.iter().map(|(name, _)| *name).chain(Some("numpy"));
+    for (lib, t) in names.zip(times) {
+        let ms = median(t);
+        println!("{case:<34} {lib:<12} {ms:>10.3} ms");
+        table.entry(case.to_string()).or_default().insert(lib, ms);
     }
 }
 
@@ -62,7 +159,7 @@ fn numpy(table: &mut Table, threads: usize, only: &[String]) {
 /// accumulators. Returns GB/s.
 fn stream_read_gbs() -> f64 {
     let data: Vec<f32> = (0..16 << 20).map(|i| (i % 7) as f32).collect();
-    let ms = median_ms(15, || {
+    let mut run = timed(|| {
         let s: f32 = data
             .par_chunks(1 << 16)
             .map(|c| {
@@ -77,6 +174,8 @@ fn stream_read_gbs() -> f64 {
             .sum();
         std::hint::black_box(s);
     });
+    run();
+    let ms = median((0..15).map(|_| run()).collect());
     (data.len() * 4) as f64 / (ms * 1e-3) / 1e9
 }
 
@@ -106,6 +205,7 @@ fn main() {
     namedtensor::set_num_threads(threads);
     println!("threads: {threads}");
     let mut table = Table::new();
+    let mut numpy = NumPy::start(threads);
     let dev = candle_core::Device::Cpu;
 
     let gbs = stream_read_gbs();
@@ -114,57 +214,54 @@ fn main() {
     const N16: usize = 16 << 20;
     // ---- elementwise add into a new tensor
     if want("add_f32_16M_new") {
-        let c = "add_f32_16M_new";
         let a = DynTensor::<f32>::randn(&[N16], 1);
         let b = DynTensor::<f32>::randn(&[N16], 2);
-        record(
-            &mut table,
-            c,
-            "namedtensor",
-            median_ms(15, || drop(&a + &b)),
-        );
         let (x, y) = (Array1::from(a.to_vec()), Array1::from(b.to_vec()));
-        record(&mut table, c, "ndarray", median_ms(15, || drop(&x + &y)));
-        let (x, y) = (
+        let (cx, cy) = (
             candle_core::Tensor::new(a.to_vec(), &dev).unwrap(),
             candle_core::Tensor::new(b.to_vec(), &dev).unwrap(),
         );
-        record(
+        compare(
             &mut table,
-            c,
-            "candle",
-            median_ms(15, || drop((&x + &y).unwrap())),
+            &mut numpy,
+            "add_f32_16M_new",
+            [5, 3],
+            vec![
+                ("namedtensor", timed(|| drop(&a + &b))),
+                ("ndarray", timed(|| drop(&x + &y))),
+                ("candle", timed(|| drop((&cx + &cy).unwrap()))),
+            ],
         );
     }
     if want("add_f16_16M_new") || want("add_bf16_16M_new") {
         let a = DynTensor::<f32>::randn(&[N16], 1);
         let b = DynTensor::<f32>::randn(&[N16], 2);
-        let (ha, hb) = (a.to_dtype::<f16>(), b.to_dtype::<f16>());
-        record(
-            &mut table,
-            "add_f16_16M_new",
-            "namedtensor",
-            median_ms(7, || drop(&ha + &hb)),
-        );
-        let (ba, bb) = (a.to_dtype::<bf16>(), b.to_dtype::<bf16>());
-        record(
-            &mut table,
-            "add_bf16_16M_new",
-            "namedtensor",
-            median_ms(7, || drop(&ba + &bb)),
-        );
         let x = candle_core::Tensor::new(a.to_vec(), &dev).unwrap();
         let y = candle_core::Tensor::new(b.to_vec(), &dev).unwrap();
+        let (ha, hb) = (a.to_dtype::<f16>(), b.to_dtype::<f16>());
+        let (ba, bb) = (a.to_dtype::<bf16>(), b.to_dtype::<bf16>());
         for (case, dt) in [
             ("add_f16_16M_new", candle_core::DType::F16),
             ("add_bf16_16M_new", candle_core::DType::BF16),
         ] {
-            let (x, y) = (x.to_dtype(dt).unwrap(), y.to_dtype(dt).unwrap());
-            record(
+            if !want(case) {
+                continue;
+            }
+            let (cx, cy) = (x.to_dtype(dt).unwrap(), y.to_dtype(dt).unwrap());
+            let ours: Run = if dt == candle_core::DType::F16 {
+                timed(|| drop(&ha + &hb))
+            } else {
+                timed(|| drop(&ba + &bb))
+            };
+            compare(
                 &mut table,
+                &mut numpy,
                 case,
-                "candle",
-                median_ms(7, || drop((&x + &y).unwrap())),
+                [5, 3],
+                vec![
+                    ("namedtensor", ours),
+                    ("candle", timed(|| drop((&cx + &cy).unwrap()))),
+                ],
             );
         }
     }
@@ -182,42 +279,35 @@ fn main() {
         .reshape((4096, 1))
         .unwrap();
     if want("bcast_add_4096x4096+4096x1") {
-        let c = "bcast_add_4096x4096+4096x1";
-        record(
+        compare(
             &mut table,
-            c,
-            "namedtensor",
-            median_ms(15, || drop(&m + &col)),
-        );
-        record(&mut table, c, "ndarray", median_ms(15, || drop(&xm + &xc)));
-        record(
-            &mut table,
-            c,
-            "candle",
-            median_ms(15, || drop(cm.broadcast_add(&cc).unwrap())),
+            &mut numpy,
+            "bcast_add_4096x4096+4096x1",
+            [5, 3],
+            vec![
+                ("namedtensor", timed(|| drop(&m + &col))),
+                ("ndarray", timed(|| drop(&xm + &xc))),
+                ("candle", timed(|| drop(cm.broadcast_add(&cc).unwrap()))),
+            ],
         );
     }
     for (c, dim) in [("sum_last_4096x4096", 1usize), ("sum_first_4096x4096", 0)] {
         if !want(c) {
             continue;
         }
-        record(
+        compare(
             &mut table,
+            &mut numpy,
             c,
-            "namedtensor",
-            median_ms(15, || drop(m.sum_dim(dim as isize, false))),
-        );
-        record(
-            &mut table,
-            c,
-            "ndarray",
-            median_ms(15, || drop(xm.sum_axis(Axis(dim)))),
-        );
-        record(
-            &mut table,
-            c,
-            "candle",
-            median_ms(15, || drop(cm.sum(dim).unwrap())),
+            [5, 3],
+            vec![
+                (
+                    "namedtensor",
+                    timed(|| drop(m.sum_dim(dim as isize, false))),
+                ),
+                ("ndarray", timed(|| drop(xm.sum_axis(Axis(dim))))),
+                ("candle", timed(|| drop(cm.sum(dim).unwrap()))),
+            ],
         );
         let ms = table[c]["namedtensor"];
         let read_gbs = 4096.0 * 4096.0 * 4.0 / (ms * 1e-3) / 1e9;
@@ -227,34 +317,32 @@ fn main() {
         );
     }
     if want("transpose_contiguous_4096x4096") {
-        let c = "transpose_contiguous_4096x4096";
-        record(
+        compare(
             &mut table,
-            c,
-            "namedtensor",
-            median_ms(7, || drop(m.t().contiguous())),
-        );
-        record(
-            &mut table,
-            c,
-            "ndarray",
-            median_ms(7, || drop(xm.t().as_standard_layout().into_owned())),
-        );
-        record(
-            &mut table,
-            c,
-            "candle",
-            median_ms(7, || drop(cm.t().unwrap().contiguous().unwrap())),
+            &mut numpy,
+            "transpose_contiguous_4096x4096",
+            [5, 3],
+            vec![
+                ("namedtensor", timed(|| drop(m.t().contiguous()))),
+                (
+                    "ndarray",
+                    timed(|| drop(xm.t().as_standard_layout().into_owned())),
+                ),
+                (
+                    "candle",
+                    timed(|| drop(cm.t().unwrap().contiguous().unwrap())),
+                ),
+            ],
         );
     }
     // ---- matmul
     for n in [256usize, 1024, 2048] {
-        let reps = if n <= 256 {
-            100
+        let rounds = if n <= 256 {
+            [15, 20]
         } else if n <= 1024 {
-            11
+            [5, 2]
         } else {
-            5
+            [5, 1]
         };
         for dt in ["f32", "f64"] {
             let c = format!("matmul_{dt}_{n}");
@@ -262,14 +350,13 @@ fn main() {
                 continue;
             }
             if dt == "f32" {
-                matmul_case::<f32>(&mut table, &c, n, reps, threads, &dev);
+                matmul_case::<f32>(&mut table, &mut numpy, &c, n, rounds, threads, &dev);
             } else {
-                matmul_case::<f64>(&mut table, &c, n, reps, threads, &dev);
+                matmul_case::<f64>(&mut table, &mut numpy, &c, n, rounds, threads, &dev);
             }
         }
     }
-
-    numpy(&mut table, threads, &only);
+    drop(numpy);
 
     // ---- the table of ratios: peer time / namedtensor time (> 1 means namedtensor is faster)
     let peers = ["numpy", "ndarray", "candle", "gemm"];
@@ -303,67 +390,62 @@ impl MatElem for f64 {}
 
 fn matmul_case<T: MatElem>(
     table: &mut Table,
+    numpy: &mut NumPy,
     c: &str,
     n: usize,
-    reps: usize,
+    rounds: [usize; 2],
     threads: usize,
     dev: &candle_core::Device,
 ) {
     let a = DynTensor::<T>::randn(&[n, n], 5);
     let b = DynTensor::<T>::randn(&[n, n], 6);
-    record(
-        table,
-        c,
-        "namedtensor",
-        median_ms(reps, || drop(a.matmul(&b))),
-    );
     let (va, vb) = (a.to_vec(), b.to_vec());
     let mut dst = vec![T::default(); n * n];
-    record(
-        table,
-        c,
-        "gemm",
-        median_ms(reps, || {
-            // SAFETY: all three buffers hold n*n elements in row-major order (row stride n,
-            // column stride 1) and `dst` does not alias the inputs.
-            unsafe {
-                gemm::gemm(
-                    n,
-                    n,
-                    n,
-                    dst.as_mut_ptr(),
-                    1,
-                    n as isize,
-                    false,
-                    va.as_ptr(),
-                    1,
-                    n as isize,
-                    vb.as_ptr(),
-                    1,
-                    n as isize,
-                    T::default(),
-                    <T as namedtensor::Element>::ONE,
-                    false,
-                    false,
-                    false,
-                    if threads > 1 {
-                        gemm::Parallelism::Rayon(threads)
-                    } else {
-                        gemm::Parallelism::None
-                    },
-                )
-            }
-        }),
-    );
     let xa = Array2::from_shape_vec((n, n), va.clone()).unwrap();
     let xb = Array2::from_shape_vec((n, n), vb.clone()).unwrap();
-    record(table, c, "ndarray", median_ms(reps, || drop(xa.dot(&xb))));
-    let ca = candle_core::Tensor::from_vec(va, (n, n), dev).unwrap();
-    let cb = candle_core::Tensor::from_vec(vb, (n, n), dev).unwrap();
-    record(
+    let ca = candle_core::Tensor::from_vec(va.clone(), (n, n), dev).unwrap();
+    let cb = candle_core::Tensor::from_vec(vb.clone(), (n, n), dev).unwrap();
+    let gemm_direct = timed(|| {
+        // SAFETY: all three buffers hold n*n elements in row-major order (row stride n,
+        // column stride 1) and `dst` does not alias the inputs.
+        unsafe {
+            gemm::gemm(
+                n,
+                n,
+                n,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                va.as_ptr(),
+                1,
+                n as isize,
+                vb.as_ptr(),
+                1,
+                n as isize,
+                T::default(),
+                <T as namedtensor::Element>::ONE,
+                false,
+                false,
+                false,
+                if threads > 1 {
+                    gemm::Parallelism::Rayon(threads)
+                } else {
+                    gemm::Parallelism::None
+                },
+            )
+        }
+    });
+    compare(
         table,
+        numpy,
         c,
-        "candle",
-        median_ms(reps, || drop(ca.matmul(&cb).unwrap())),
+        rounds,
+        vec![
+            ("namedtensor", timed(|| drop(a.matmul(&b)))),
+            ("gemm", gemm_direct),
+            ("ndarray", timed(|| drop(xa.dot(&xb)))),
+            ("candle", timed(|| drop(ca.matmul(&cb).unwrap()))),
+        ],
     );
 }
