@@ -31,6 +31,7 @@
 use super::num::{as_type, convert};
 use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
 use super::pointwise::{BLOCK, for_each_segment, load};
+use super::vmath::vectorized;
 use crate::dtype::Element;
 use crate::layout::{Coalesced, Layout, contiguous_strides};
 use crate::storage::take_buffer;
@@ -63,7 +64,9 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
     }
 
     /// Folds a slice into per-lane accumulators: element `i` goes to lane `i % LANES` (a short
-    /// slice goes to lane 0 alone).
+    /// slice goes to lane 0 alone). The loop runs under [`vectorized`], so the lanes are
+    /// AVX-512 (or AVX2) registers where the CPU has them; the order of the operations, and so
+    /// the result, is the same under every instruction set.
     #[inline]
     fn lanes<T: Copy>(&self, x: &[T]) -> Lanes<A>
     where
@@ -76,17 +79,25 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
             }
             return acc;
         }
-        let chunks = x.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for l in 0..LANES {
-                acc[l] = self.c(acc[l], (self.map)(c[l]));
-            }
-        }
-        for (l, &v) in rest.iter().enumerate() {
-            acc[l] = self.c(acc[l], (self.map)(v));
-        }
-        acc
+        vectorized(
+            #[inline(always)]
+            move || {
+                // A local copy: accumulators reached through the closure's capture were kept
+                // in memory, one scalar at a time.
+                let mut acc = acc;
+                let chunks = x.chunks_exact(LANES);
+                let rest = chunks.remainder();
+                for c in chunks {
+                    for l in 0..LANES {
+                        acc[l] = self.c(acc[l], (self.map)(c[l]));
+                    }
+                }
+                for (l, &v) in rest.iter().enumerate() {
+                    acc[l] = self.c(acc[l], (self.map)(v));
+                }
+                acc
+            },
+        )
     }
 
     /// Combines two lane vectors lane by lane.
