@@ -1,5 +1,6 @@
 //! Interleaved timings for noisy machines: `DynTensor::matmul` against `gemm::gemm` called
-//! directly, and `t().contiguous()` of a 4096² f32 matrix. The two matmul variants alternate
+//! directly, `t().contiguous()` of a 4096² f32 matrix, and sums over either dim of a 4096² f32
+//! against a read loop over a copy of the same matrix (AVX-512 where the CPU has it). The two matmul variants alternate
 //! and each keeps its best time, so a busy neighbour slows both alike; criterion's means
 //! (`cargo bench --bench matmul`) drift with the load instead.
 //!
@@ -71,6 +72,68 @@ fn main() {
         println!(
             "transpose→contiguous 4096² f32 {threads}t: {:.1} ms",
             t * 1e3
+        );
+    }
+    sums_against_a_read_loop(&x, reps);
+}
+
+/// Sum of `x` with 64 independent accumulators: a loop limited by the memory, not the adds,
+/// once it runs in AVX-512 registers.
+#[inline(always)]
+fn read_loop(x: &[f32]) -> f32 {
+    let mut acc = [0f32; 64];
+    for c in x.chunks_exact(64) {
+        for k in 0..64 {
+            acc[k] += c[k];
+        }
+    }
+    acc.iter().sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn read_loop_avx512(x: &[f32]) -> f32 {
+    read_loop(x)
+}
+
+/// One thread: `sum_dim(1)`, `sum_dim(0)` and the read loop in turn, medians.
+fn sums_against_a_read_loop(x: &DynTensor<f32>, reps: usize) {
+    namedtensor::set_num_threads(1);
+    let data = x.to_vec();
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::is_x86_feature_detected!("avx512f");
+    let read = || {
+        #[cfg(target_arch = "x86_64")]
+        if avx512 {
+            // SAFETY: the CPU has AVX-512 F (checked above).
+            return unsafe { read_loop_avx512(&data) };
+        }
+        read_loop(&data)
+    };
+    let mut times = [vec![], vec![], vec![]];
+    for _ in 0..reps.max(5) {
+        times[0].push(best(1, || drop(std::hint::black_box(x.sum_dim(1, false)))));
+        times[1].push(best(1, || drop(std::hint::black_box(x.sum_dim(0, false)))));
+        times[2].push(best(1, || {
+            std::hint::black_box(read());
+        }));
+    }
+    let [last, first, read] = times.map(|mut t| {
+        t.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        t[t.len() / 2]
+    });
+    let gbs = |s: f64| (data.len() * 4) as f64 / s / 1e9;
+    for (name, t) in [
+        ("sum over the last dim", last),
+        ("sum over the first dim", first),
+    ] {
+        println!(
+            "{name} 4096² f32 1t: {:.2} ms ({:.1} GB/s) = {:.0} % of the read loop ({:.2} ms, {:.1} GB/s)",
+            t * 1e3,
+            gbs(t),
+            100.0 * read / t,
+            read * 1e3,
+            gbs(read)
         );
     }
 }
