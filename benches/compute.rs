@@ -45,17 +45,9 @@ fn split(n: usize, threads: usize, f: impl Fn(std::ops::Range<usize>) + Sync) {
     });
 }
 
-/// A read loop with 32 independent accumulators: what summing memory can reach (fewer
-/// accumulators measured slower here: 16 lanes ran at ~60 % of this).
-fn read_sum(x: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 32];
-    for c in x.chunks_exact(32) {
-        for l in 0..32 {
-            acc[l] += c[l];
-        }
-    }
-    acc.iter().sum()
-}
+#[path = "support/read_loop.rs"]
+mod read_loop;
+use read_loop::read_sum;
 
 fn baselines(c: &mut Criterion) {
     let mut g = c.benchmark_group("baseline");

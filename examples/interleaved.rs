@@ -13,6 +13,10 @@ use std::time::Instant;
 mod gemm_baseline;
 use gemm_baseline::gemm_direct;
 
+#[path = "../benches/support/read_loop.rs"]
+mod read_loop;
+use read_loop::read_sum;
+
 fn best(reps: usize, mut f: impl FnMut()) -> f64 {
     (0..reps)
         .map(|_| {
@@ -77,45 +81,16 @@ fn main() {
     sums_against_a_read_loop(&x, reps);
 }
 
-/// Sum of `x` with 64 independent accumulators: a loop limited by the memory, not the adds,
-/// once it runs in AVX-512 registers.
-#[inline(always)]
-fn read_loop(x: &[f32]) -> f32 {
-    let mut acc = [0f32; 64];
-    for c in x.chunks_exact(64) {
-        for k in 0..64 {
-            acc[k] += c[k];
-        }
-    }
-    acc.iter().sum()
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn read_loop_avx512(x: &[f32]) -> f32 {
-    read_loop(x)
-}
-
 /// One thread: `sum_dim(1)`, `sum_dim(0)` and the read loop in turn, medians.
 fn sums_against_a_read_loop(x: &DynTensor<f32>, reps: usize) {
     namedtensor::set_num_threads(1);
     let data = x.to_vec();
-    #[cfg(target_arch = "x86_64")]
-    let avx512 = std::is_x86_feature_detected!("avx512f");
-    let read = || {
-        #[cfg(target_arch = "x86_64")]
-        if avx512 {
-            // SAFETY: the CPU has AVX-512 F (checked above).
-            return unsafe { read_loop_avx512(&data) };
-        }
-        read_loop(&data)
-    };
     let mut times = [vec![], vec![], vec![]];
     for _ in 0..reps.max(5) {
         times[0].push(best(1, || drop(std::hint::black_box(x.sum_dim(1, false)))));
         times[1].push(best(1, || drop(std::hint::black_box(x.sum_dim(0, false)))));
         times[2].push(best(1, || {
-            std::hint::black_box(read());
+            std::hint::black_box(read_sum(&data));
         }));
     }
     let [last, first, read] = times.map(|mut t| {

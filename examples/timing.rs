@@ -16,15 +16,9 @@ const N: usize = 1 << 24;
 /// A named operation to time.
 type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 
-fn read_sum(x: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 32];
-    for c in x.chunks_exact(32) {
-        for l in 0..32 {
-            acc[l] += c[l];
-        }
-    }
-    acc.iter().sum()
-}
+#[path = "../benches/support/read_loop.rs"]
+mod read_loop;
+use read_loop::read_sum;
 
 fn main() {
     let reps: usize = std::env::args()

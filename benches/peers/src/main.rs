@@ -155,35 +155,13 @@ fn compare(
     }
 }
 
-/// A STREAM-like read of `data`: its sum split across rayon's pool, with 64 independent
-/// accumulators, in AVX-512 registers where the CPU has them (this crate is compiled for the
-/// SSE2 baseline, where the loop is limited by its adds rather than by the memory).
+#[path = "../../support/read_loop.rs"]
+mod read_loop;
+
+/// A STREAM-like read of `data`: its sum split across rayon's pool in 64 Ki-element chunks,
+/// each summed by the shared read loop (`benches/support/read_loop.rs`).
 fn stream_read(data: &[f32]) -> f32 {
-    #[inline(always)]
-    fn sum_chunk(c: &[f32]) -> f32 {
-        let mut acc = [0f32; 64];
-        for ch in c.chunks_exact(64) {
-            for k in 0..64 {
-                acc[k] += ch[k];
-            }
-        }
-        acc.iter().sum::<f32>()
-    }
-    #[target_feature(enable = "avx512f")]
-    fn sum_chunk_avx512(c: &[f32]) -> f32 {
-        sum_chunk(c)
-    }
-    let avx512 = std::is_x86_feature_detected!("avx512f");
-    data.par_chunks(1 << 16)
-        .map(|c| {
-            if avx512 {
-                // SAFETY: the CPU has AVX-512 F (checked above).
-                unsafe { sum_chunk_avx512(c) }
-            } else {
-                sum_chunk(c)
-            }
-        })
-        .sum()
+    data.par_chunks(1 << 16).map(read_loop::read_sum).sum()
 }
 
 fn main() {
