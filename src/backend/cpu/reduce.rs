@@ -471,54 +471,61 @@ fn outer<S, T, A, O, M, C>(
     let tasks = units * bands;
     // Each task folds one band of reduced rows over one column block of one kept row.
     let parts: Vec<Mutex<Vec<A>>> = (0..tasks).map(|_| Mutex::new(Vec::new())).collect();
+    // Each task runs under `vectorized`: the accumulator loops in AVX-512 (or AVX2) registers,
+    // in the same order of operations as the baseline code.
     for_each_split(tasks, threads.min(tasks), 1, |_, range| {
-        let mut xs = vec![T::ZERO; width];
-        for task in range {
-            let (unit, band) = (task / bands, task % bands);
-            let (row, cb) = (unit / col_blocks, unit % col_blocks);
-            let c0 = cb * width;
-            let w = width.min(klen - c0);
-            let base = bases[row].0 + c0;
-            let ps = &offs[band * band_len..((band + 1) * band_len).min(r)];
-            let mut cas = VecCascade::new();
-            let mut blk: Vec<A> = Vec::with_capacity(w);
-            for leaf in ps.chunks(OUTER_LEAF) {
-                blk.clear();
-                blk.resize(w, fold.identity);
-                if let Some(s) = as_type::<S, T>(src) {
-                    // Four rows per pass over the accumulators, added pairwise: a quarter of
-                    // the accumulator traffic.
-                    let quads = leaf.chunks_exact(4);
-                    for &p in quads.remainder() {
-                        for (a, &x) in blk.iter_mut().zip(&s[base + p..base + p + w]) {
-                            *a = fold.c(*a, (fold.map)(x));
+        vectorized(
+            #[inline(always)]
+            || {
+                let mut xs = vec![T::ZERO; width];
+                for task in range {
+                    let (unit, band) = (task / bands, task % bands);
+                    let (row, cb) = (unit / col_blocks, unit % col_blocks);
+                    let c0 = cb * width;
+                    let w = width.min(klen - c0);
+                    let base = bases[row].0 + c0;
+                    let ps = &offs[band * band_len..((band + 1) * band_len).min(r)];
+                    let mut cas = VecCascade::new();
+                    let mut blk: Vec<A> = Vec::with_capacity(w);
+                    for leaf in ps.chunks(OUTER_LEAF) {
+                        blk.clear();
+                        blk.resize(w, fold.identity);
+                        if let Some(s) = as_type::<S, T>(src) {
+                            // Four rows per pass over the accumulators, added pairwise: a quarter of
+                            // the accumulator traffic.
+                            let quads = leaf.chunks_exact(4);
+                            for &p in quads.remainder() {
+                                for (a, &x) in blk.iter_mut().zip(&s[base + p..base + p + w]) {
+                                    *a = fold.c(*a, (fold.map)(x));
+                                }
+                            }
+                            for q in quads {
+                                let r = |k: usize| &s[base + q[k]..base + q[k] + w];
+                                let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+                                for ((((a, &x0), &x1), &x2), &x3) in
+                                    blk.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
+                                {
+                                    let m = &fold.map;
+                                    let v = fold.c(fold.c(m(x0), m(x1)), fold.c(m(x2), m(x3)));
+                                    *a = fold.c(*a, v);
+                                }
+                            }
+                        } else {
+                            for &p in leaf {
+                                let at = base + p;
+                                convert(&src[at..at + w], &mut xs[..w]);
+                                for (a, &x) in blk.iter_mut().zip(&xs[..w]) {
+                                    *a = fold.c(*a, (fold.map)(x));
+                                }
+                            }
                         }
+                        cas.push(&mut blk, &fold.combine);
                     }
-                    for q in quads {
-                        let r = |k: usize| &s[base + q[k]..base + q[k] + w];
-                        let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
-                        for ((((a, &x0), &x1), &x2), &x3) in
-                            blk.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
-                        {
-                            let m = &fold.map;
-                            let v = fold.c(fold.c(m(x0), m(x1)), fold.c(m(x2), m(x3)));
-                            *a = fold.c(*a, v);
-                        }
-                    }
-                } else {
-                    for &p in leaf {
-                        let at = base + p;
-                        convert(&src[at..at + w], &mut xs[..w]);
-                        for (a, &x) in blk.iter_mut().zip(&xs[..w]) {
-                            *a = fold.c(*a, (fold.map)(x));
-                        }
-                    }
+                    *parts[task].lock().unwrap_or_else(|e| e.into_inner()) =
+                        cas.finish(fold.identity, w, &fold.combine);
                 }
-                cas.push(&mut blk, &fold.combine);
-            }
-            *parts[task].lock().unwrap_or_else(|e| e.into_inner()) =
-                cas.finish(fold.identity, w, &fold.combine);
-        }
+            },
+        )
     });
     let parts: Vec<Vec<A>> = parts
         .into_iter()
