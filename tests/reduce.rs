@@ -388,6 +388,20 @@ fn large_f32_sums_are_accurate() {
         let w: f64 = v.iter().skip(c).step_by(4).map(|&x| x as f64).sum();
         assert!(((g as f64 - w) / w).abs() < 1e-6, "column {c}: {g} vs {w}");
     }
+    // The outer traversal over 2^20 rows of 0.1 (8 columns): pairwise leaves and cascade; a
+    // sequential column loop is off by ~1e-3 here.
+    let want = (1u64 << 20) as f64 * 0.1f32 as f64;
+    for (c, &g) in DynTensor::<f32>::full(&[1 << 20, 8], 0.1)
+        .sum_dim(0, false)
+        .to_vec()
+        .iter()
+        .enumerate()
+    {
+        assert!(
+            ((g as f64 - want) / want).abs() < 1e-6,
+            "column {c}: {g} vs {want}"
+        );
+    }
     // Wide columns (vectorised outer traversal).
     let rows = t.view(&[1 << 12, 1 << 10]).sum_dim(0, false).to_vec();
     for c in [0usize, 517, 1023] {
