@@ -121,10 +121,10 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
     let slots = &mut out.spare_capacity_mut()[..total];
     let pool = pool();
     let threads = pool.current_num_threads();
-    let rows = batches * m;
+    let total_rows = batches * m;
     let parallel =
         threads > 1 && p.work().saturating_mul(batches) >= gemm::get_threading_threshold();
-    if parallel && (p.work() >= BAND_MAX_WORK || rows < threads * BAND_ROW_ALIGN) {
+    if parallel && (p.work() >= BAND_MAX_WORK || total_rows < threads * BAND_ROW_ALIGN) {
         // gemm splits its work with rayon's `current_num_threads`/`par_iter`, so inside
         // `install` it runs on the library's pool, with the library's thread count.
         pool.install(|| {
@@ -134,7 +134,7 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
         });
     } else {
         let bands = if parallel { threads } else { 1 };
-        let per = rows.div_ceil(bands).next_multiple_of(BAND_ROW_ALIGN);
+        let per = total_rows.div_ceil(bands).next_multiple_of(BAND_ROW_ALIGN);
         // Band `t` holds output rows `t·per..` counted across the products; it may end inside
         // one product and start inside another.
         for_each_with_caller(slots.chunks_mut(per * n).enumerate(), |(t, band)| {

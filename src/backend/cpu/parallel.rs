@@ -191,6 +191,14 @@ pub(crate) fn for_each_with_caller<T: Send>(
     items: impl IntoIterator<Item = T>,
     f: impl Fn(T) + Sync,
 ) {
+    let mut items: Vec<T> = items.into_iter().collect();
+    if items.len() <= 1 {
+        if let Some(item) = items.pop() {
+            f(item);
+        }
+        return;
+    }
+    // Each item is moved out by the one thread that claims it (see `Claims::claimed`).
     let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
     let take = |i: usize| {
         slots[i]
@@ -198,14 +206,8 @@ pub(crate) fn for_each_with_caller<T: Send>(
             .unwrap_or_else(PoisonError::into_inner)
             .take()
     };
-    if slots.len() <= 1 {
-        if let Some(item) = slots.first().and_then(|_| take(0)) {
-            f(item);
-        }
-        return;
-    }
     let state = Arc::new(Claims {
-        claimed: (0..slots.len()).map(|i| AtomicBool::new(i == 0)).collect(),
+        claimed: (0..slots.len()).map(|_| AtomicBool::new(false)).collect(),
         remaining: AtomicUsize::new(slots.len()),
         panic: Mutex::new(None),
         caller: std::thread::current(),
@@ -256,7 +258,7 @@ pub(crate) fn for_each_with_caller<T: Send>(
 
 /// The shared state of one [`for_each_with_caller`] call.
 struct Claims {
-    /// Whether item `i` has been claimed (item 0 belongs to the caller from the start).
+    /// Whether item `i` has been claimed. No job is spawned for item 0, so the caller claims it.
     claimed: Vec<AtomicBool>,
     /// Items not yet run to the end.
     remaining: AtomicUsize,
@@ -266,10 +268,9 @@ struct Claims {
 }
 
 impl Claims {
-    /// Runs item `i` through `run` unless someone else has claimed it (item 0: only when
-    /// called for it, by the caller).
+    /// Runs item `i` through `run` unless someone else has claimed it.
     fn run_if_unclaimed(&self, i: usize, run: RunPtr) {
-        if i != 0 && self.claimed[i].swap(true, Ordering::AcqRel) {
+        if self.claimed[i].swap(true, Ordering::AcqRel) {
             return;
         }
         // SAFETY: this thread has claimed item `i`, so the caller of `for_each_with_caller`

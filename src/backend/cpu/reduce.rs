@@ -76,8 +76,8 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
     where
         M: Fn(T) -> A,
     {
-        let mut acc = [self.identity; LANES];
         if x.len() < 2 * LANES {
+            let mut acc = [self.identity; LANES];
             for &v in x {
                 acc[0] = self.c(acc[0], (self.map)(v));
             }
@@ -85,10 +85,10 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
         }
         vectorized(
             #[inline(always)]
-            move || {
-                // A local copy: accumulators reached through the closure's capture were kept
+            || {
+                // Declared inside the closure: accumulators captured from outside it were kept
                 // in memory, one scalar at a time.
-                let mut acc = acc;
+                let mut acc = [self.identity; LANES];
                 let chunks = x.chunks_exact(LANES);
                 let rest = chunks.remainder();
                 for c in chunks {
