@@ -72,6 +72,90 @@ fn writing_into_an_expanded_view_is_refused_and_changes_nothing() {
 }
 
 #[test]
+fn writing_into_a_self_overlapping_strided_view_is_refused_and_changes_nothing() {
+    // 2^20 indices over 211 elements: (1, 1, 0, …) and (0, 0, 1, …) are both element 3. Before
+    // the overlap check counted the reach of all smaller strides, this view was split across
+    // threads that lost each other's updates.
+    let strides: Vec<usize> = (1..=20).collect();
+    let base = DynTensor::<i64>::zeros(&[211]);
+    let view = base.as_strided(&[2; 20], &strides, 0);
+    let err = view.try_add_scalar_(1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OverlappingWrite);
+    assert!(
+        err.to_string().contains("two indices reach one element"),
+        "{err}"
+    );
+    assert_eq!(
+        view.try_fill_(1).unwrap_err().kind(),
+        ErrorKind::OverlappingWrite
+    );
+    assert_eq!(
+        view.try_copy_(&DynTensor::<i64>::ones(&[1]))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::OverlappingWrite
+    );
+    assert_eq!(base.to_vec(), vec![0; 211]);
+    // the smallest case of the bug
+    let small = DynTensor::<i64>::zeros(&[7]).as_strided(&[2, 2, 2], &[1, 2, 3], 0);
+    assert_eq!(
+        small.try_zero_().unwrap_err().kind(),
+        ErrorKind::OverlappingWrite
+    );
+}
+
+#[test]
+fn threads_writing_in_place_through_interleaved_strided_views_lose_no_update() {
+    // Two views that interleave without overlapping: `even` is a permuted 2^18-element layout
+    // (provably free of overlap, so each op is split across the pool); `odd` has strides under
+    // which the quick test cannot prove it (sizes [2, 3, L], strides [3L, 2L, 1] place blocks
+    // at 0, 2L, 4L, 3L, 5L, 7L), so it is checked exactly and written in one task.
+    const L: usize = 1 << 12;
+    let n = 1usize << 19;
+    let base = DynTensor::<i64>::zeros(&[n]);
+    let strides: Vec<usize> = (0..18).rev().map(|k| 2usize << k).collect();
+    let mut order: Vec<usize> = (0..18).collect();
+    order.reverse(); // smallest stride first: anything but row-major
+    let even = base
+        .as_strided(&[2; 18], &strides, 0)
+        .permute(&order.iter().map(|&d| d as isize).collect::<Vec<_>>());
+    let odd = base.as_strided(&[2, 3, L], &[6 * L, 4 * L, 2], 1);
+    namedtensor::set_parallel_threshold(1 << 10);
+    const ROUNDS: i64 = 50;
+    let handles: Vec<_> = [even, odd]
+        .into_iter()
+        .flat_map(|v| [v.shallow_clone(), v])
+        .map(|v| {
+            thread::spawn(move || {
+                for _ in 0..ROUNDS {
+                    v.add_scalar_(1);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let v = base.to_vec();
+    let mut odd_hits = vec![false; n];
+    for i in 0..2 {
+        for j in 0..3 {
+            for k in 0..L {
+                odd_hits[1 + i * 6 * L + j * 4 * L + 2 * k] = true;
+            }
+        }
+    }
+    for (p, &x) in v.iter().enumerate() {
+        let want = if p % 2 == 0 || odd_hits[p] {
+            2 * ROUNDS
+        } else {
+            0
+        };
+        assert_eq!(x, want, "element {p}");
+    }
+}
+
+#[test]
 fn threads_reading_and_writing_views_of_one_storage_never_see_half_an_operation() {
     const ROWS: usize = 8;
     const COLS: usize = 2000;

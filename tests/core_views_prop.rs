@@ -326,3 +326,68 @@ proptest! {
         prop_assert_eq!(merged.is_ok(), rows == 1 || cols * k == 1);
     }
 }
+
+/// Storage positions of every index of a layout, in row-major order (the oracle).
+fn positions(sizes: &[usize], strides: &[usize], offset: usize) -> Vec<usize> {
+    all_indices(sizes)
+        .iter()
+        .map(|idx| offset + idx.iter().zip(strides).map(|(&i, &s)| i * s).sum::<usize>())
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// `has_internal_overlap` agrees with a brute-force search for a repeated position, and
+    /// `is_provably_non_overlapping` never vouches for a layout that overlaps.
+    #[test]
+    fn overlap_checks_agree_with_brute_force(
+        dims in prop::collection::vec((0usize..=4, 0usize..=13), 0..=5),
+        offset in 0usize..3,
+    ) {
+        let sizes: Vec<usize> = dims.iter().map(|d| d.0).collect();
+        let strides: Vec<usize> = dims.iter().map(|d| d.1).collect();
+        let layout = namedtensor::Layout::new(&sizes, &strides, offset).unwrap();
+        let pos = positions(&sizes, &strides, offset);
+        let mut sorted = pos.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let overlaps = sorted.len() != pos.len();
+        prop_assert_eq!(layout.has_internal_overlap(), overlaps, "{:?}", layout);
+        if layout.is_provably_non_overlapping() {
+            prop_assert!(!overlaps, "vouched for an overlapping {:?}", layout);
+        }
+    }
+
+    /// An in-place op through an `as_strided` view either adds 1 to each element it reaches
+    /// exactly once (a view without overlap) or is refused and changes nothing.
+    #[test]
+    fn in_place_ops_through_strided_views_write_each_element_once_or_refuse(
+        dims in prop::collection::vec((1usize..=4, 0usize..=9), 0..=5),
+        offset in 0usize..3,
+    ) {
+        let sizes: Vec<usize> = dims.iter().map(|d| d.0).collect();
+        let strides: Vec<usize> = dims.iter().map(|d| d.1).collect();
+        let pos = positions(&sizes, &strides, offset);
+        let len = pos.iter().max().map_or(offset, |&p| p + 1);
+        let base = DynTensor::<i64>::zeros(&[len]);
+        let view = base.as_strided(&sizes, &strides, offset);
+        let mut want = vec![0i64; len];
+        let mut overlaps = false;
+        for &p in &pos {
+            want[p] += 1;
+            overlaps |= want[p] > 1;
+        }
+        match view.try_add_scalar_(1) {
+            Ok(_) => {
+                prop_assert!(!overlaps);
+                prop_assert_eq!(base.to_vec(), want);
+            }
+            Err(e) => {
+                prop_assert!(overlaps);
+                prop_assert_eq!(e.kind(), ErrorKind::OverlappingWrite);
+                prop_assert_eq!(base.to_vec(), vec![0i64; len]);
+            }
+        }
+    }
+}

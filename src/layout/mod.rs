@@ -204,10 +204,8 @@ impl Layout {
         Ok(pos)
     }
 
-    /// Whether two distinct indices can reach the same storage element: true for any dim of
-    /// size > 1 and stride 0 (an expanded view). A `false` answer is exact for every layout
-    /// made by the view operations; for hand-made `as_strided` layouts it is a conservative
-    /// check (see [`Layout::is_provably_non_overlapping`]).
+    /// Whether a dim of size > 1 has stride 0 (an expanded view), so that several indices
+    /// reach one storage element. A cheap necessary condition for [`Layout::has_internal_overlap`].
     ///
     /// ```
     /// let l = namedtensor::Layout::contiguous(&[3]).unwrap().expand(&[2, 3]).unwrap();
@@ -221,15 +219,26 @@ impl Layout {
     }
 
     /// A sufficient test that every index maps to its own storage element: with the dims of
-    /// size > 1 sorted by stride, each stride is at least the span of the dims before it.
-    /// Writers may split such a layout across threads.
+    /// size > 1 sorted by stride, each stride exceeds the largest position reachable through
+    /// all the dims before it (`Σ stride·(size − 1)` over them). Two indices that differ first
+    /// (from the largest stride down) in dim `k` then differ by at least `stride_k` minus that
+    /// sum, which is positive. Writers may split such a layout across threads.
+    ///
+    /// Exact for every layout the view operations make; `as_strided` can make layouts that are
+    /// free of overlap but fail this test (sizes `[2, 3]`, strides `[3, 2]`), which
+    /// [`Layout::has_internal_overlap`] decides exactly.
     ///
     /// ```
     /// use namedtensor::Layout;
     /// assert!(Layout::new(&[2, 3], &[1, 2], 0).unwrap().is_provably_non_overlapping());
     /// assert!(!Layout::new(&[3, 3], &[1, 1], 0).unwrap().is_provably_non_overlapping());
+    /// // (1, 1, 0) and (0, 0, 1) are both element 3
+    /// assert!(!Layout::new(&[2, 2, 2], &[1, 2, 3], 0).unwrap().is_provably_non_overlapping());
     /// ```
     pub fn is_provably_non_overlapping(&self) -> bool {
+        if self.sizes.contains(&0) {
+            return true;
+        }
         let mut dims: Vec<(usize, usize)> = self
             .strides
             .iter()
@@ -238,14 +247,68 @@ impl Layout {
             .map(|(&stride, &size)| (stride, size))
             .collect();
         dims.sort_unstable();
-        let mut span = 1usize;
+        // The furthest position reachable through the dims visited so far; it fits in
+        // `usize` because the layout's extent was checked when it was built.
+        let mut reach = 0usize;
         for (stride, size) in dims {
-            if stride < span {
+            if stride <= reach {
                 return false;
             }
-            span = stride * (size - 1) + 1;
+            reach += stride * (size - 1);
         }
         true
+    }
+
+    /// Whether two distinct indices reach the same storage element, decided exactly.
+    ///
+    /// Cheap for every layout the view operations make (they pass
+    /// [`Layout::is_provably_non_overlapping`] or have a broadcast dim). Other `as_strided`
+    /// layouts are decided by marking each reachable position in a bitmap of the layout's span,
+    /// which is at most the storage's length: `O(numel + span / 64)` time, `span / 8` bytes.
+    ///
+    /// ```
+    /// use namedtensor::Layout;
+    /// assert!(!Layout::new(&[2, 3], &[3, 2], 0).unwrap().has_internal_overlap());
+    /// assert!(Layout::new(&[2, 2, 2], &[1, 2, 3], 0).unwrap().has_internal_overlap());
+    /// assert!(Layout::new(&[2], &[0], 0).unwrap().has_internal_overlap());
+    /// ```
+    pub fn has_internal_overlap(&self) -> bool {
+        if self.is_provably_non_overlapping() {
+            return false;
+        }
+        if self.has_broadcast_dim() {
+            return true;
+        }
+        // Not empty (an empty layout is provably non-overlapping), so the span is > 0.
+        let span = self.required_storage_len() - self.offset;
+        if self.numel() > span {
+            return true; // more indices than positions
+        }
+        let mut seen = vec![0u64; span.div_ceil(64)];
+        let mut index = vec![0usize; self.rank()];
+        let mut pos = 0usize;
+        loop {
+            let (word, bit) = (pos / 64, 1u64 << (pos % 64));
+            if seen[word] & bit != 0 {
+                return true;
+            }
+            seen[word] |= bit;
+            // Next index in row-major order, keeping `pos` in step.
+            let mut d = self.rank();
+            loop {
+                if d == 0 {
+                    return false;
+                }
+                d -= 1;
+                index[d] += 1;
+                pos += self.strides[d];
+                if index[d] < self.sizes[d] {
+                    break;
+                }
+                pos -= self.strides[d] * index[d];
+                index[d] = 0;
+            }
+        }
     }
 
     pub(crate) fn from_parts_unchecked(

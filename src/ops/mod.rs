@@ -7,7 +7,7 @@
 //! - Results are new contiguous tensors; inputs are never modified. Methods ending in `_`
 //!   (`add_`, `exp_`, `masked_fill_`) write through the view they are called on instead, and
 //!   return it; they fail on a view in which several indices share an element (an `expand`ed
-//!   view). An in-place source that shares the destination's storage is copied first, so the
+//!   view, or an `as_strided` one whose strides collide). An in-place source that shares the destination's storage is copied first, so the
 //!   result is the same as with a separate source.
 //! - Binary operations broadcast with PyTorch's rules ([`broadcast_shapes`]);
 //!   a broadcast operand is read through a stride-0 view, never copied.

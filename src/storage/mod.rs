@@ -16,7 +16,10 @@
 //! - An in-place operation whose source shares the destination's storage first copies the
 //!   source, so the result is the same as if the source had been copied before the write.
 //! - Writing through a view in which several indices reach one element (an `expand`ed view,
-//!   stride 0) is refused with [`ErrorKind::OverlappingWrite`](crate::ErrorKind).
+//!   stride 0, or an `as_strided` view whose strides collide) is refused with
+//!   [`ErrorKind::OverlappingWrite`](crate::ErrorKind) on every device, so a write never
+//!   depends on the order in which elements are visited. A writer splits its destination
+//!   across threads only when [`Layout::is_provably_non_overlapping`](crate::Layout) holds.
 //!
 //! # Buffer pool
 //! Host buffers of 1 MiB or more are recycled through a process-wide pool when their storage

@@ -13,15 +13,23 @@ use crate::storage::with_write_read_buffers;
 
 impl<E: Element> DynTensor<E> {
     /// Fails with [`ErrorKind::OverlappingWrite`] if several indices share one element.
+    ///
+    /// The rule is the same on every device: a write whose result would depend on the order in
+    /// which the elements are visited is refused, whether the overlap comes from `expand`
+    /// (stride 0) or from an `as_strided` view whose strides make indices collide.
     pub(crate) fn check_writable(&self, op: &'static str) -> Result<()> {
-        if self.layout.has_broadcast_dim() {
+        if self.layout.has_internal_overlap() {
+            let cause = if self.layout.has_broadcast_dim() {
+                "a dim of stride 0, as made by expand"
+            } else {
+                "strides under which two indices reach one element"
+            };
             return Err(Error::new(
                 ErrorKind::OverlappingWrite,
                 op,
                 format!(
                     "cannot write into a tensor in which several indices refer to one element \
-                     (shape {:?}, strides {:?}: a dim of stride 0, as made by expand); call \
-                     contiguous() or clone() first",
+                     (shape {:?}, strides {:?}: {cause}); call contiguous() or clone() first",
                     self.shape(),
                     self.stride()
                 ),
