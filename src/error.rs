@@ -142,3 +142,12 @@ impl From<std::io::Error> for Error {
         Error::new(ErrorKind::Io, "io", e.to_string())
     }
 }
+
+/// Unwraps a result, panicking with the error's message at the caller's location.
+#[track_caller]
+pub(crate) fn or_panic<T>(r: Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}

@@ -26,7 +26,6 @@
 #![warn(missing_docs)]
 
 mod backend;
-mod device;
 pub mod dtype;
 mod error;
 pub mod layout;
@@ -39,15 +38,16 @@ mod tensor;
 pub use backend::cpu::parallel::{
     num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
 };
-pub use device::{Device, cuda_is_available};
+pub use backend::device::{Device, cuda_is_available};
 pub use dtype::{DType, Element, Float, Numeric};
+pub use dtype::{
+    DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
 pub use named_tensor::{ShapeSizes, Tensor};
-pub use ops::{
-    DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput, where_,
-};
+pub use ops::where_;
 pub use ops::{load_tensors, save_tensors};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;

@@ -4,3 +4,4 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+pub(crate) mod device;

@@ -23,7 +23,7 @@ use super::binary::{Rule, arith_scalar, true_div_scalar};
 use super::promote::{
     DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted,
 };
-use crate::backend::cpu::num::Native;
+use crate::dtype::Native;
 use crate::dtype::{Element, Numeric};
 use crate::tensor::{DynTensor, or_panic};
 use std::ops::{Add, Div, Mul, Neg, Sub};

@@ -8,8 +8,8 @@
 
 use super::promote::{Promote, Promoted, ScalarPromote};
 use super::{C, Cp, any_zero, bool_unsupported, check_inplace_cast, zip, zip_inplace, zip_scalar};
-use crate::backend::cpu::num::{Native, cast};
 use crate::dtype::{DType, Element};
+use crate::dtype::{Native, cast};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::{DynTensor, or_panic};
 

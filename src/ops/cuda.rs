@@ -32,11 +32,12 @@ use super::expand_layout;
 use super::reduce::reduced_shape;
 use crate::backend::cuda::kernels::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::backend::cuda::{CudaBuffer, blas, compute, copy};
-use crate::device::Device;
+use crate::backend::device::Device;
+use crate::backend::device::mixed_devices;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes};
-use crate::storage::{AnyStorage, Buffer, mixed_devices, with_cuda_read, with_write_read_buffers};
+use crate::storage::{AnyStorage, Buffer, with_cuda_read, with_write_read_buffers};
 use crate::tensor::DynTensor;
 
 /// The error for an operation that has no CUDA implementation.

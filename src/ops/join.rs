@@ -142,7 +142,7 @@ fn cat_as<E: Element>(
     #[cfg(feature = "cuda")]
     if tensors
         .iter()
-        .any(|t| t.device() != crate::device::Device::Cpu)
+        .any(|t| t.device() != crate::backend::device::Device::Cpu)
     {
         return crate::ops::cuda::cat(op, tensors, d, &out_shape);
     }

@@ -41,7 +41,6 @@ mod flip;
 mod index_select;
 mod join;
 mod matmul;
-pub mod promote;
 mod reduce;
 mod repeat;
 mod serialize;
@@ -50,11 +49,13 @@ mod split;
 mod triangular;
 mod unary;
 
-pub use compare::{try_where_, where_};
-pub use promote::{
+/// Type promotion (defined with the element types, in [`crate::dtype::promote`]).
+pub use crate::dtype::promote;
+pub use crate::dtype::promote::{
     DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput,
     can_cast,
 };
+pub use compare::{try_where_, where_};
 pub use serialize::{load_tensors, save_tensors};
 
 /// Sends an operation to its CUDA implementation (`ops::cuda`) when any of the listed
@@ -66,7 +67,7 @@ macro_rules! on_cuda {
     ([$($t:expr),+], $cuda:expr) => {
         #[cfg(feature = "cuda")]
         {
-            if $($t.device() != $crate::device::Device::Cpu)||+ {
+            if $($t.device() != $crate::backend::device::Device::Cpu)||+ {
                 return $cuda;
             }
         }
@@ -74,13 +75,13 @@ macro_rules! on_cuda {
 }
 pub(crate) use on_cuda;
 
-use crate::backend::cpu::num::{Kernel, Native};
 use crate::backend::cpu::pointwise::{self, In};
 use crate::backend::cpu::reduce::{Fold, reduce};
 use crate::backend::cpu::stream::Store;
 use crate::backend::cpu::vmath::{Isa, vectorized_if};
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::dtype::Element;
+use crate::dtype::{Kernel, Native};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes};
 use crate::storage::{with_read2, with_write_read};

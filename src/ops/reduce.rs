@@ -22,11 +22,11 @@
 #[cfg(feature = "cuda")]
 use super::cuda;
 use super::{C, on_cuda, zip};
-use crate::backend::cpu::num::{Kernel, Native, NativeFloat, cast};
 use crate::backend::cpu::reduce::{Fold, arg_reduce, reduce};
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::kernels::ReduceOp;
 use crate::dtype::{Element, Float};
+use crate::dtype::{Kernel, Native, NativeFloat, cast};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::normalize_dim;
 use crate::tensor::{DynTensor, or_panic};

@@ -4,8 +4,9 @@
 
 use super::promote::SumOutput;
 use super::{C, gather_as, on_cuda, vec_into};
-use crate::backend::cpu::num::{Native, as_type};
+use crate::backend::cpu::convert::as_type;
 use crate::backend::cpu::scan;
+use crate::dtype::Native;
 use crate::dtype::{Element, Float};
 use crate::error::Result;
 use crate::layout::normalize_dim;

@@ -5,8 +5,8 @@
 #[cfg(feature = "cuda")]
 use super::cuda::{Param, map_param, map_param_inplace};
 use super::{C, map, map_inplace, map_inplace_vec, map_vec, on_cuda};
-use crate::backend::cpu::num::{Native, NativeFloat};
 use crate::dtype::{Element, Float, Numeric};
+use crate::dtype::{Native, NativeFloat};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::{DynTensor, or_panic};
 

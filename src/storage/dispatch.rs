@@ -5,25 +5,15 @@
 #![cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 
 use super::Buffer;
-use crate::device::Device;
+use crate::backend::device::Device;
+#[cfg(feature = "cuda")]
+use crate::backend::device::mixed_devices;
 use crate::dtype::Element;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::layout::Layout;
 
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::{self, CudaBuffer};
-
-/// The error for an operation on buffers of two devices.
-pub(crate) fn mixed_devices(op: &'static str, a: Device, b: Device) -> Error {
-    Error::new(
-        ErrorKind::Device,
-        op,
-        format!(
-            "expected all tensors on one device, but found tensors on {a} and on {b}; move one \
-             with to_device() first"
-        ),
-    )
-}
 
 impl<E: Element> Buffer<E> {
     /// Number of elements.
@@ -165,7 +155,7 @@ impl<E: Element> Buffer<E> {
                 Ok(Buffer::Cuda(on_device))
             }
             #[cfg(not(feature = "cuda"))]
-            Device::Cuda(_) => Err(crate::device::no_cuda_feature(op)),
+            Device::Cuda(_) => Err(crate::backend::device::no_cuda_feature(op)),
         }
     }
 
@@ -177,7 +167,7 @@ impl<E: Element> Buffer<E> {
         device: Device,
     ) -> Result<Buffer<E>> {
         match device {
-            Device::Cpu => Ok(Buffer::Cpu(vec![value; len])),
+            Device::Cpu => Ok(Buffer::Cpu(crate::backend::cpu::full(len, value))),
             #[cfg(feature = "cuda")]
             Device::Cuda(ordinal) => {
                 let dev = cuda::device::get(op, ordinal)?;
@@ -193,7 +183,7 @@ impl<E: Element> Buffer<E> {
                 Ok(Buffer::Cuda(b))
             }
             #[cfg(not(feature = "cuda"))]
-            Device::Cuda(_) => Err(crate::device::no_cuda_feature(op)),
+            Device::Cuda(_) => Err(crate::backend::device::no_cuda_feature(op)),
         }
     }
 }

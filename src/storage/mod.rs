@@ -37,12 +37,12 @@
 //! so the device runs them in lock order and the rules hold there too; reading elements back
 //! to the host waits for the device.
 
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-mod pool;
+use crate::backend::cpu::pool;
 pub(crate) use pool::take as take_buffer;
 pub use pool::{
     MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, set_buffer_pool_capacity,
@@ -50,7 +50,8 @@ pub use pool::{
 
 mod dispatch;
 
-pub(crate) use dispatch::mixed_devices;
+#[cfg(feature = "cuda")]
+use crate::backend::device::mixed_devices;
 
 /// The elements of a storage, on one device.
 #[derive(Debug)]
@@ -237,7 +238,7 @@ impl<E: Element> Storage<E> {
     /// ```
     #[track_caller]
     pub fn to_vec(&self) -> Vec<E> {
-        crate::tensor::or_panic(self.try_to_vec())
+        crate::error::or_panic(self.try_to_vec())
     }
 
     /// [`Storage::to_vec`], or an error if the device fails.

@@ -1,7 +1,7 @@
 //! Creation: constants, ranges, identity matrices and tensors from data.
 
 use super::{DynTensor, or_panic};
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::checked_numel;
@@ -26,15 +26,13 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::full`], or an error if the element count overflows.
     pub fn try_full(shape: &[usize], value: E) -> Result<Self> {
-        numel_of("full", shape)?;
-        // Written by the pool threads into a pooled (huge-page) buffer: see `storage`.
-        let layout = crate::layout::Layout::contiguous(shape)?;
-        let data = crate::backend::cpu::pointwise::build([&layout], |out, _, _| {
-            for o in out {
-                o.write(value);
-            }
-        });
-        DynTensor::from_contiguous_vec(data, shape)
+        Self::full_with("full", shape, value, Device::Cpu)
+    }
+
+    fn full_with(op: &'static str, shape: &[usize], value: E, device: Device) -> Result<Self> {
+        let n = numel_of(op, shape)?;
+        let buffer = Buffer::full(op, n, value, device)?;
+        DynTensor::from_contiguous_buffer(buffer, shape)
     }
 
     /// A tensor of `shape` filled with `value`, created on `device` (no host copy for a CUDA
@@ -53,9 +51,7 @@ impl<E: Element> DynTensor<E> {
     /// }
     /// ```
     pub fn full_on(shape: &[usize], value: E, device: Device) -> Result<Self> {
-        let n = numel_of("full_on", shape)?;
-        let buffer = Buffer::full("full_on", n, value, device)?;
-        DynTensor::from_contiguous_buffer(buffer, shape)
+        Self::full_with("full_on", shape, value, device)
     }
 
     /// Zeros (`false` for bool) of `shape` on `device`; see [`DynTensor::full_on`].

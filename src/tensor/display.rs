@@ -8,7 +8,7 @@
 //! or bool, as PyTorch does.
 
 use super::DynTensor;
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::dtype::{DType, Element};
 use std::fmt;
 

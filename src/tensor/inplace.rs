@@ -6,7 +6,7 @@
 //! (stride 0 after `expand`) cannot be written to.
 
 use super::{DynTensor, or_panic};
-use crate::device::same_device;
+use crate::backend::device::same_device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::with_write_read_buffers;

@@ -20,9 +20,10 @@ pub use create::NestedData;
 pub(crate) use index as index_spec;
 pub use index::{Idx, NewAxis};
 
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
+pub(crate) use crate::error::or_panic;
 use crate::layout::Layout;
 use crate::storage::{Buffer, Storage};
 
@@ -44,15 +45,6 @@ use crate::storage::{Buffer, Storage};
 pub struct DynTensor<E: Element = f32> {
     storage: Storage<E>,
     layout: Layout,
-}
-
-/// Unwraps a result, panicking with the error's message at the caller's location.
-#[track_caller]
-pub(crate) fn or_panic<T>(r: Result<T>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("{e}"),
-    }
 }
 
 impl<E: Element> DynTensor<E> {

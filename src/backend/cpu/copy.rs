@@ -1,7 +1,8 @@
 //! Copy kernels: gather a strided view into row-major order, copy between two strided views,
 //! fill a strided view.
 
-use super::num::as_type;
+use super::convert::as_type;
+use super::pointwise;
 use super::stream::{Store, map_into};
 use super::transpose::{Bits, Mapped, Plan, tiled_to_vec};
 use super::vmath::vectorized_if;
@@ -126,4 +127,14 @@ pub(crate) fn fill_strided<E: Copy>(dst: &mut [E], layout: &Layout, value: E) {
             }
         }
     });
+}
+
+/// `len` copies of `value`, written by the pool threads into a pooled (huge-page) buffer.
+pub(crate) fn full<E: Element>(len: usize, value: E) -> Vec<E> {
+    let layout = Layout::contiguous(&[len]).expect("a buffer's length fits a layout");
+    pointwise::build([&layout], |out, _, _| {
+        for o in out {
+            o.write(value);
+        }
+    })
 }

@@ -12,10 +12,11 @@
 //! Only used under [`vectorized_for`](super::vmath::vectorized_for) with AVX2 or AVX-512 (both
 //! include F16C there); the callers fall back to the blocked path otherwise.
 
-use super::num::{as_type, as_uninit_type_mut, cast};
+use super::convert::{as_type, as_uninit_type_mut};
 use super::pointwise::In;
 use super::stream::{Store, line_of, map_line, write_lines, zip_line};
 use super::vmath::Isa;
+use crate::dtype::cast;
 use crate::dtype::{DType, Element};
 use half::{bf16, f16};
 use std::mem::MaybeUninit;

@@ -12,8 +12,8 @@
 //! since every integer type's arithmetic is `i64`'s modulo its width).
 
 use super::parallel::{for_each_row_chunk, for_each_with_caller, pool};
+use super::pool::take as take_buffer;
 use crate::dtype::{DType, Element};
-use crate::storage::take_buffer;
 use gemm::Parallelism;
 use std::mem::MaybeUninit;
 

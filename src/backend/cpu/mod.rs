@@ -1,11 +1,12 @@
 //! CPU kernels over strided slices.
 
+pub(crate) mod convert;
 mod copy;
 mod half_lines;
 mod matmul;
-pub mod num;
 pub(crate) mod parallel;
 pub(crate) mod pointwise;
+pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod scan;
 mod select;
@@ -14,7 +15,7 @@ pub(crate) mod stream;
 mod transpose;
 pub(crate) mod vmath;
 
-pub(crate) use copy::{copy_cast, fill_strided, gather_to_vec, map_to_vec};
+pub(crate) use copy::{copy_cast, fill_strided, full, gather_to_vec, map_to_vec};
 pub(crate) use matmul::{Batched, matmul};
 pub(crate) use select::{cat, gather, index_select};
 pub(crate) use shape::{flip_to_vec, mask_triangle};

@@ -21,14 +21,15 @@
 //!   converted into stack buffers with the slice conversions of [`super::num::convert`]
 //!   (SIMD for `f16`/`bf16`), computed there, and converted back.
 
+use super::convert::{as_type, as_type_mut, as_uninit_type_mut, convert};
 use super::half_lines;
-use super::num::{as_type, as_type_mut, as_uninit_type_mut, cast, convert};
 use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
+use super::pool::take as take_buffer;
 use super::stream::{Store, map_into, zip_into};
 use super::vmath::Isa;
 use crate::dtype::Element;
+use crate::dtype::cast;
 use crate::layout::{Coalesced, Layout};
-use crate::storage::take_buffer;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ops::Range;

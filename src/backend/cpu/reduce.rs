@@ -28,13 +28,13 @@
 //!   cascade of vectors. Parallel over column blocks and, when those are too few, over bands of
 //!   reduced rows.
 
-use super::num::{as_type, convert};
+use super::convert::{as_type, convert};
 use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
 use super::pointwise::{BLOCK, for_each_segment, load};
+use super::pool::take as take_buffer;
 use super::vmath::vectorized;
 use crate::dtype::Element;
 use crate::layout::{Coalesced, Layout, contiguous_strides};
-use crate::storage::take_buffer;
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
@@ -223,7 +223,7 @@ fn finish_lanes<A: Copy, M, C: Fn(A, A) -> A>(cas: &Cascade<Lanes<A>>, fold: &Fo
 }
 
 /// The blocked pairwise sum of a slice (see the module docs).
-pub(crate) fn sum_slice<T: super::num::Native>(x: &[T]) -> T {
+pub(crate) fn sum_slice<T: crate::dtype::Native>(x: &[T]) -> T {
     let fold = Fold {
         identity: T::ZERO,
         map: |v: T| v,
@@ -243,7 +243,7 @@ pub(crate) fn sum_slice<T: super::num::Native>(x: &[T]) -> T {
 /// [`LANES`] independent accumulators so that the loop vectorises (a single running maximum is
 /// a chain of dependent compares).
 #[inline(always)]
-pub(crate) fn max_slice<T: super::num::Native>(x: &[T]) -> T {
+pub(crate) fn max_slice<T: crate::dtype::Native>(x: &[T]) -> T {
     let fold = Fold {
         identity: T::LOWEST,
         map: |v: T| v,

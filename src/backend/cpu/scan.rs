@@ -5,12 +5,12 @@
 //! With `inner == 1` each lane is a contiguous row; otherwise lanes are columns, processed in
 //! blocks of adjacent columns so that the loops run along memory.
 
-use super::num::{Native, NativeFloat, cast};
 use super::parallel::{for_each_chunk_mut, task_count};
+use super::pool::take as take_buffer;
 use super::reduce::{max_slice, sum_slice};
 use super::vmath::vectorized;
 use crate::dtype::Element;
-use crate::storage::take_buffer;
+use crate::dtype::{Native, NativeFloat, cast};
 use std::mem::MaybeUninit;
 
 const COLS: usize = 256;

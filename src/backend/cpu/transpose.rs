@@ -14,9 +14,9 @@
 //! 2 threads: 17 → 10–11 ms).
 
 use super::parallel::for_each_row_range;
+use super::pool::take as take_buffer;
 use super::stream::Store;
 use crate::layout::{Coalesced, Layout, contiguous_strides};
-use crate::storage::take_buffer;
 use std::mem::MaybeUninit;
 
 /// Side of the square tiles: 16 4-byte elements are one cache line.

@@ -12,7 +12,7 @@
 use super::error::{device_error, driver, panic_message};
 use super::kernels::Kernel;
 use super::nvrtc::{self, Image, Target};
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::error::Result;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 use cudarc::nvrtc::Ptx;

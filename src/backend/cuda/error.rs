@@ -2,7 +2,7 @@
 //! ([`ErrorKind::Device`]). The codes are named from their enum (no call into a CUDA library,
 //! which may be the very thing that is missing).
 
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::error::{Error, ErrorKind};
 use cudarc::cublas::result::CublasError;
 use cudarc::driver::DriverError;

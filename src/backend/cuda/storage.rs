@@ -8,7 +8,7 @@
 
 use super::device::CudaDevice;
 use super::error::driver;
-use crate::device::Device;
+use crate::backend::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use cudarc::driver::CudaSlice;

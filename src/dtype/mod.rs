@@ -14,6 +14,17 @@
 //! `f64`), so each cast rounds at most once. Float to integer casts truncate toward zero and
 //! saturate at the integer type's bounds; NaN becomes 0. Any non-zero value casts to `true`.
 
+mod compute;
+mod exp;
+pub mod promote;
+
+pub(crate) use compute::cast;
+pub(crate) use compute::{Kernel, Native, NativeFloat};
+pub use promote::{
+    DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput,
+    can_cast,
+};
+
 use half::{bf16, f16};
 use std::fmt::{Debug, Display};
 
@@ -140,7 +151,7 @@ mod sealed {
 /// ```
 pub trait Element:
     sealed::Sealed
-    + crate::backend::cpu::num::Kernel
+    + Kernel
     + Copy
     + Send
     + Sync
@@ -198,7 +209,7 @@ pub trait Element:
 /// }
 /// assert_eq!(magnitude(&DynTensor::from_vec(vec![-2i32, 3], &[2])).to_vec(), vec![2, 3]);
 /// ```
-pub trait Numeric: Element + crate::ops::Promote<Self, Output = Self> {}
+pub trait Numeric: Element + Promote<Self, Output = Self> {}
 
 impl Numeric for u8 {}
 impl Numeric for i8 {}
@@ -220,14 +231,7 @@ impl Numeric for f64 {}
 /// use namedtensor::Float;
 /// assert_eq!(<half::bf16 as Float>::MANTISSA_DIGITS, 8);
 /// ```
-pub trait Float:
-    Numeric
-    + crate::backend::cpu::num::Kernel<
-        Compute: crate::backend::cpu::num::NativeFloat,
-        Sum = Self,
-        Real = Self,
-    >
-{
+pub trait Float: Numeric + Kernel<Compute: NativeFloat, Sum = Self, Real = Self> {
     /// Significand precision in bits, including the implicit bit.
     const MANTISSA_DIGITS: u32;
     /// Not a number.

@@ -110,6 +110,18 @@ pub(crate) fn same_device(op: &'static str, a: Device, b: Device) -> Result<()> 
     if a == b {
         Ok(())
     } else {
-        Err(crate::storage::mixed_devices(op, a, b))
+        Err(mixed_devices(op, a, b))
     }
+}
+
+/// The error for an operation on buffers of two devices.
+pub(crate) fn mixed_devices(op: &'static str, a: Device, b: Device) -> Error {
+    Error::new(
+        ErrorKind::Device,
+        op,
+        format!(
+            "expected all tensors on one device, but found tensors on {a} and on {b}; move one \
+             with to_device() first"
+        ),
+    )
 }

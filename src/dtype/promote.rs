@@ -54,8 +54,7 @@
 //! assert!(a.try_add_(&DynTensor::from_vec(vec![0.5f32], &[1])).is_err()); // f32 into u8
 //! ```
 
-use crate::backend::cpu::num::Kernel;
-use crate::dtype::{DType, Element};
+use super::{DType, Element, Kernel};
 use half::{bf16, f16};
 
 /// The element type of a binary operation's result for operands `Self` and `Rhs`. Implemented

@@ -4,7 +4,7 @@
 //! operating system maps and zeroes every 4 KiB page on first touch (measured: ~30 ms for
 //! 64 MiB, against ~7 ms for the additions themselves). So large buffers are recycled:
 //!
-//! - When a [`Storage`](super::Storage) whose host buffer is at least [`MIN_POOLED_BYTES`]
+//! - When a [`Storage`](crate::Storage) whose host buffer is at least [`MIN_POOLED_BYTES`]
 //!   (1 MiB) is dropped, the allocation goes into this pool instead of back to the allocator.
 //! - Kernels that create an output of at least that size first look for a pooled allocation of
 //!   exactly the same byte size and alignment (the element type may differ: an `f32` buffer
