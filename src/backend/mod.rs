@@ -1,7 +1,150 @@
-//! Kernels, one module per device. They work on raw slices plus [`Layout`](crate::Layout)s and
-//! know nothing of tensors or names.
+//! Backends: where elements live and how the primitive operations run there.
+//!
+//! A backend is a type implementing [`Backend`]: its buffer type and one method per primitive
+//! operation. The methods take buffers plus [`Layout`](crate::Layout)s (any strides and offset;
+//! the ops layer has already validated, promoted and broadcast them) and return new contiguous
+//! buffers, row-major in the output shape, or write through a destination layout. They know
+//! nothing of tensors, names or locks: `storage::dispatch` takes the locks and picks the
+//! backend by the buffer's variant, once per primitive.
+//!
+//! What a backend must provide is the list of required methods below, checked by the compiler.
+//! The operations themselves are tokens ([`op`]) that carry the CPU's scalar function and the
+//! CUDA kernel's name, so both backends key on the same value.
+//!
+//! | folder | backend |
+//! |---|---|
+//! | `cpu/` | host memory; rayon pool, SIMD loops, `gemm`; kernels instantiated per dtype here |
+//! | `cuda/` | NVRTC-compiled CUDA C kernels, cuBLAS (feature `cuda`) |
+
+use crate::dtype::Element;
+use crate::error::Result;
+use crate::layout::Layout;
+use op::{BinaryOp, CompareOp, TestOp, UnaryOp};
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod device;
+pub(crate) mod op;
+
+/// A device's buffers and primitive operations.
+///
+/// Conventions for every method:
+/// - `op` names the public operation for error messages;
+/// - input layouts lie within their buffers (checked by the caller) and, for the pointwise
+///   primitives, all have the output's sizes (broadcast operands are stride-0 views);
+/// - a destination layout (`dst`, methods ending in `_`) has no two indices on one element
+///   and its buffer is not one of the inputs (the caller copies an aliasing input first);
+/// - results are computed in the output's compute type ([`Kernel::Compute`](crate::dtype))
+///   and rounded once on store.
+pub(crate) trait Backend {
+    /// The buffer holding elements of type `E` on this backend.
+    type Buffer<E: Element>;
+
+    // ---- memory ----
+
+    /// The elements of `layout` over `src`, converted to `F`, in a new contiguous buffer.
+    fn cast<E: Element, F: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+    ) -> Result<Self::Buffer<F>>;
+
+    /// Writes `value` at every element of `dst`.
+    fn fill_<E: Element>(
+        op: &'static str,
+        buf: &mut Self::Buffer<E>,
+        dst: &Layout,
+        value: E,
+    ) -> Result<()>;
+
+    /// Copies the elements of `src_layout` over `src` into `dst` over `buf` (same sizes),
+    /// converting to `E`.
+    fn copy_<E: Element, F: Element>(
+        op: &'static str,
+        buf: &mut Self::Buffer<E>,
+        dst: &Layout,
+        src: &Self::Buffer<F>,
+        src_layout: &Layout,
+    ) -> Result<()>;
+
+    // ---- pointwise ----
+
+    /// `uop(x)` for every element of `layout` over `src`.
+    fn unary<E: Element>(
+        op: &'static str,
+        uop: UnaryOp,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// `x = uop(x)` through `dst`.
+    fn unary_<E: Element>(
+        op: &'static str,
+        uop: UnaryOp,
+        buf: &mut Self::Buffer<E>,
+        dst: &Layout,
+    ) -> Result<()>;
+
+    /// `top(x)` for every element of `layout` over `src`, as `bool`.
+    fn test<E: Element>(
+        op: &'static str,
+        top: TestOp,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+    ) -> Result<Self::Buffer<bool>>;
+
+    /// `bop(a, b)` elementwise, stored as `O`. Each operand's type is `O` or `O`'s compute
+    /// type (the caller converts others first).
+    fn binary<A: Element, B: Element, O: Element>(
+        op: &'static str,
+        bop: BinaryOp,
+        a: &Self::Buffer<A>,
+        la: &Layout,
+        b: &Self::Buffer<B>,
+        lb: &Layout,
+    ) -> Result<Self::Buffer<O>>;
+
+    /// `x = bop(x, y)` through `dst`, with `y` from `src` (of type `E` or `E`'s compute type).
+    fn binary_<E: Element, B: Element>(
+        op: &'static str,
+        bop: BinaryOp,
+        buf: &mut Self::Buffer<E>,
+        dst: &Layout,
+        src: &Self::Buffer<B>,
+        src_layout: &Layout,
+    ) -> Result<()>;
+
+    /// `cop(a, b)` elementwise, compared in the compute type of `P`. Each operand's type is
+    /// `P` or `P`'s compute type.
+    fn compare<A: Element, B: Element, P: Element>(
+        op: &'static str,
+        cop: CompareOp,
+        a: &Self::Buffer<A>,
+        la: &Layout,
+        b: &Self::Buffer<B>,
+        lb: &Layout,
+    ) -> Result<Self::Buffer<bool>>;
+
+    /// `cond ? a : b` elementwise.
+    #[allow(clippy::too_many_arguments)]
+    fn where_<E: Element>(
+        op: &'static str,
+        cond: &Self::Buffer<bool>,
+        lc: &Layout,
+        a: &Self::Buffer<E>,
+        la: &Layout,
+        b: &Self::Buffer<E>,
+        lb: &Layout,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// `x = value` through `dst` where `mask` is true.
+    fn masked_fill_<E: Element>(
+        op: &'static str,
+        buf: &mut Self::Buffer<E>,
+        dst: &Layout,
+        mask: &Self::Buffer<bool>,
+        mask_layout: &Layout,
+        value: E,
+    ) -> Result<()>;
+}

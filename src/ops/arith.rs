@@ -23,7 +23,7 @@ use super::binary::{Rule, arith_scalar, true_div_scalar};
 use super::promote::{
     DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted,
 };
-use crate::dtype::Native;
+use crate::backend::op::BinaryOp;
 use crate::dtype::{Element, Numeric};
 use crate::tensor::{DynTensor, or_panic};
 use std::ops::{Add, Div, Mul, Neg, Sub};
@@ -71,9 +71,7 @@ fn rsub<E: ScalarPromote<S>, S: Element>(
     s: S,
     t: &DynTensor<E>,
 ) -> DynTensor<ScalarPromoted<E, S>> {
-    or_panic(arith_scalar("sub", Rule::NoBool, t, s, true, |x, y| {
-        x.nsub(y)
-    }))
+    or_panic(arith_scalar("sub", Rule::NoBool, t, s, true, BinaryOp::Sub))
 }
 
 fn rdiv<E: ScalarPromote<S>, S: Element>(

@@ -7,7 +7,8 @@
 //! `fmod` by zero are refused (PyTorch raises `ZeroDivisionError`); float ones give NaN.
 
 use super::promote::{Promote, Promoted, ScalarPromote};
-use super::{C, Cp, any_zero, bool_unsupported, check_inplace_cast, zip, zip_inplace, zip_scalar};
+use super::{C, any_zero, binary, binary_, binary_scalar, bool_unsupported, check_inplace_cast};
+use crate::backend::op::BinaryOp;
 use crate::dtype::{DType, Element};
 use crate::dtype::{Native, cast};
 use crate::error::{Error, ErrorKind, Result};
@@ -52,10 +53,10 @@ pub(crate) fn arith<A: Promote<B>, B: Element>(
     rule: Rule,
     a: &DynTensor<A>,
     b: &DynTensor<B>,
-    f: impl Fn(Cp<A, B>, Cp<A, B>) -> Cp<A, B> + Sync,
+    bop: BinaryOp,
 ) -> Result<DynTensor<Promoted<A, B>>> {
     check::<Promoted<A, B>>(op, rule, || any_zero(op, b))?;
-    zip::<A, B, Cp<A, B>, Cp<A, B>, Promoted<A, B>>(op, a, b, f)
+    binary::<A, B, Promoted<A, B>>(op, bop, a, b)
 }
 
 pub(crate) fn arith_scalar<E: ScalarPromote<S>, S: Element>(
@@ -64,7 +65,7 @@ pub(crate) fn arith_scalar<E: ScalarPromote<S>, S: Element>(
     t: &DynTensor<E>,
     s: S,
     scalar_left: bool,
-    f: impl Fn(C<Sp<E, S>>, C<Sp<E, S>>) -> C<Sp<E, S>> + Sync,
+    bop: BinaryOp,
 ) -> Result<DynTensor<Sp<E, S>>> {
     let v: C<Sp<E, S>> = cast(s);
     check::<Sp<E, S>>(op, rule, || {
@@ -74,7 +75,7 @@ pub(crate) fn arith_scalar<E: ScalarPromote<S>, S: Element>(
             Ok(v.is_zero())
         }
     })?;
-    zip_scalar::<E, C<Sp<E, S>>, C<Sp<E, S>>, Sp<E, S>>(op, t, v, scalar_left, f)
+    binary_scalar::<E, Sp<E, S>>(op, bop, t, v, scalar_left)
 }
 
 fn arith_inplace<E: Promote<B>, B: Element>(
@@ -82,11 +83,11 @@ fn arith_inplace<E: Promote<B>, B: Element>(
     rule: Rule,
     dst: &DynTensor<E>,
     src: &DynTensor<B>,
-    f: impl Fn(Cp<E, B>, Cp<E, B>) -> Cp<E, B> + Sync,
+    bop: BinaryOp,
 ) -> Result<()> {
     check_inplace_cast::<Promoted<E, B>, E>(op)?;
     check::<Promoted<E, B>>(op, rule, || any_zero(op, src))?;
-    zip_inplace::<E, B, Cp<E, B>>(op, dst, src, f)
+    binary_::<E, B, Promoted<E, B>>(op, bop, dst, src)
 }
 
 fn arith_scalar_inplace<E: ScalarPromote<S>, S: Element>(
@@ -94,12 +95,13 @@ fn arith_scalar_inplace<E: ScalarPromote<S>, S: Element>(
     rule: Rule,
     dst: &DynTensor<E>,
     s: S,
-    f: impl Fn(C<Sp<E, S>>, C<Sp<E, S>>) -> C<Sp<E, S>> + Sync,
+    bop: BinaryOp,
 ) -> Result<()> {
     check_inplace_cast::<Sp<E, S>, E>(op)?;
     let v: C<Sp<E, S>> = cast(s);
     check::<Sp<E, S>>(op, rule, || Ok(v.is_zero()))?;
-    zip_inplace::<E, C<Sp<E, S>>, C<Sp<E, S>>>(op, dst, &super::scalar_on(v, dst.device())?, f)
+    let v = super::scalar_on(v, dst.device())?;
+    binary_::<E, C<Sp<E, S>>, Sp<E, S>>(op, bop, dst, &v)
 }
 
 macro_rules! binary_ops {
@@ -107,7 +109,7 @@ macro_rules! binary_ops {
         $(#[doc = $doc:literal])*
         $name:ident, $try_name:ident, $name_s:ident, $try_name_s:ident,
         $name_:ident, $try_name_:ident, $name_s_:ident, $try_name_s_:ident,
-        $rule:expr, [$r0:literal, $r1:literal], |$x:ident, $y:ident| $body:expr;
+        $rule:expr, [$r0:literal, $r1:literal], $bop:ident;
     )*) => {
         impl<E: Element> DynTensor<E> {$(
             $(#[doc = $doc])*
@@ -138,7 +140,7 @@ macro_rules! binary_ops {
             where
                 E: Promote<B>,
             {
-                arith(stringify!($name), $rule, self, other, |$x, $y| $body)
+                arith(stringify!($name), $rule, self, other, BinaryOp::$bop)
             }
 
             #[doc = concat!("[`DynTensor::", stringify!($name), "`] with a scalar on the right; \
@@ -172,7 +174,7 @@ macro_rules! binary_ops {
             where
                 E: ScalarPromote<S>,
             {
-                arith_scalar(stringify!($name_s), $rule, self, scalar, false, |$x, $y| $body)
+                arith_scalar(stringify!($name_s), $rule, self, scalar, false, BinaryOp::$bop)
             }
 
             #[doc = concat!("[`DynTensor::", stringify!($name), "`] in place: writes the result \
@@ -208,7 +210,7 @@ macro_rules! binary_ops {
             where
                 E: Promote<B>,
             {
-                arith_inplace(stringify!($name_), $rule, self, other, |$x, $y| $body)?;
+                arith_inplace(stringify!($name_), $rule, self, other, BinaryOp::$bop)?;
                 Ok(self)
             }
 
@@ -239,7 +241,7 @@ macro_rules! binary_ops {
             where
                 E: ScalarPromote<S>,
             {
-                arith_scalar_inplace(stringify!($name_s_), $rule, self, scalar, |$x, $y| $body)?;
+                arith_scalar_inplace(stringify!($name_s_), $rule, self, scalar, BinaryOp::$bop)?;
                 Ok(self)
             }
         )*}
@@ -258,7 +260,7 @@ binary_ops! {
     /// assert_eq!(c.to_vec(), vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
     /// ```
     add, try_add, add_scalar, try_add_scalar, add_, try_add_, add_scalar_, try_add_scalar_,
-    Rule::Any, [3.0, 6.0], |x, y| x.nadd(y);
+    Rule::Any, [3.0, 6.0], Add;
     /// Elementwise `self - other`, broadcasting and promoting; refused for two `bool`s.
     ///
     /// ```
@@ -268,7 +270,7 @@ binary_ops! {
     /// assert_eq!(a.sub(&b).to_vec(), vec![4i16, 8]); // u8·i8 → i16
     /// ```
     sub, try_sub, sub_scalar, try_sub_scalar, sub_, try_sub_, sub_scalar_, try_sub_scalar_,
-    Rule::NoBool, [-1.0, 2.0], |x, y| x.nsub(y);
+    Rule::NoBool, [-1.0, 2.0], Sub;
     /// Elementwise `self * other`, broadcasting and promoting; `and` for two `bool`s.
     ///
     /// ```
@@ -278,7 +280,7 @@ binary_ops! {
     /// assert_eq!(a.mul(&b).to_vec(), vec![3.0, 6.0]);
     /// ```
     mul, try_mul, mul_scalar, try_mul_scalar, mul_, try_mul_, mul_scalar_, try_mul_scalar_,
-    Rule::Any, [2.0, 8.0], |x, y| x.nmul(y);
+    Rule::Any, [2.0, 8.0], Mul;
     /// Elementwise `self ** other`, broadcasting and promoting. Integer powers with negative
     /// exponents follow PyTorch (`1`, `±1` for base `-1`, else `0`).
     ///
@@ -288,7 +290,7 @@ binary_ops! {
     /// assert_eq!(a.pow(&DynTensor::from_vec(vec![3i32], &[1])).to_vec(), vec![8, 27]);
     /// ```
     pow, try_pow, pow_scalar, try_pow_scalar, pow_, try_pow_, pow_scalar_, try_pow_scalar_,
-    Rule::NoBool, [1.0, 16.0], |x, y| x.npow(y);
+    Rule::NoBool, [1.0, 16.0], Pow;
     /// The elementwise maximum, broadcasting and promoting; NaN if either is NaN.
     ///
     /// ```
@@ -299,7 +301,7 @@ binary_ops! {
     /// assert!(m[2].is_nan());
     /// ```
     maximum, try_maximum, maximum_scalar, try_maximum_scalar, maximum_, try_maximum_,
-    maximum_scalar_, try_maximum_scalar_, Rule::Any, [2.0, 4.0], |x, y| x.nmax(y);
+    maximum_scalar_, try_maximum_scalar_, Rule::Any, [2.0, 4.0], Maximum;
     /// The elementwise minimum, broadcasting and promoting; NaN if either is NaN.
     ///
     /// ```
@@ -308,7 +310,7 @@ binary_ops! {
     /// assert_eq!(a.minimum(&DynTensor::from_vec(vec![3i32], &[1])).to_vec(), vec![1, 3]);
     /// ```
     minimum, try_minimum, minimum_scalar, try_minimum_scalar, minimum_, try_minimum_,
-    minimum_scalar_, try_minimum_scalar_, Rule::Any, [1.0, 2.0], |x, y| x.nmin(y);
+    minimum_scalar_, try_minimum_scalar_, Rule::Any, [1.0, 2.0], Minimum;
     /// Python's remainder (`torch.remainder`): the result has the sign of the divisor.
     /// Integer division by zero is refused.
     ///
@@ -319,7 +321,7 @@ binary_ops! {
     /// assert!(a.try_remainder(&DynTensor::from_vec(vec![0i32], &[1])).is_err());
     /// ```
     remainder, try_remainder, remainder_scalar, try_remainder_scalar, remainder_, try_remainder_,
-    remainder_scalar_, try_remainder_scalar_, Rule::Divisor, [1.0, 0.0], |x, y| x.nrem(y);
+    remainder_scalar_, try_remainder_scalar_, Rule::Divisor, [1.0, 0.0], Remainder;
     /// C's `fmod` (`torch.fmod`): the result has the sign of the dividend. Integer division
     /// by zero is refused.
     ///
@@ -329,14 +331,14 @@ binary_ops! {
     /// assert_eq!(a.fmod(&DynTensor::from_vec(vec![3i32], &[1])).to_vec(), vec![-1, 1]);
     /// ```
     fmod, try_fmod, fmod_scalar, try_fmod_scalar, fmod_, try_fmod_, fmod_scalar_,
-    try_fmod_scalar_, Rule::Divisor, [1.0, 0.0], |x, y| x.nfmod(y);
+    try_fmod_scalar_, Rule::Divisor, [1.0, 0.0], Fmod;
 }
 
 pub(crate) fn true_div<A: Promote<B>, B: Element>(
     a: &DynTensor<A>,
     b: &DynTensor<B>,
 ) -> Result<DynTensor<Q<A, B>>> {
-    zip::<A, B, C<Q<A, B>>, C<Q<A, B>>, Q<A, B>>("div", a, b, |x, y| x.ndiv(y))
+    binary::<A, B, Q<A, B>>("div", BinaryOp::Div, a, b)
 }
 
 pub(crate) fn true_div_scalar<E: ScalarPromote<S>, S: Element>(
@@ -345,7 +347,7 @@ pub(crate) fn true_div_scalar<E: ScalarPromote<S>, S: Element>(
     scalar_left: bool,
 ) -> Result<DynTensor<Qs<E, S>>> {
     let v: C<Qs<E, S>> = cast(s);
-    zip_scalar::<E, C<Qs<E, S>>, C<Qs<E, S>>, Qs<E, S>>("div", t, v, scalar_left, |x, y| x.ndiv(y))
+    binary_scalar::<E, Qs<E, S>>("div", BinaryOp::Div, t, v, scalar_left)
 }
 
 impl<E: Element> DynTensor<E> {
@@ -422,7 +424,7 @@ impl<E: Element> DynTensor<E> {
         E: Promote<B>,
     {
         check_inplace_cast::<Q<E, B>, E>("div_")?;
-        zip_inplace::<E, B, C<Q<E, B>>>("div_", self, other, |x, y| x.ndiv(y))?;
+        binary_::<E, B, Q<E, B>>("div_", BinaryOp::Div, self, other)?;
         Ok(self)
     }
 
@@ -454,12 +456,8 @@ impl<E: Element> DynTensor<E> {
     {
         check_inplace_cast::<Qs<E, S>, E>("div_")?;
         let v: C<Qs<E, S>> = cast(scalar);
-        zip_inplace::<E, C<Qs<E, S>>, C<Qs<E, S>>>(
-            "div_",
-            self,
-            &super::scalar_on(v, self.device())?,
-            |x, y| x.ndiv(y),
-        )?;
+        let v = super::scalar_on(v, self.device())?;
+        binary_::<E, C<Qs<E, S>>, Qs<E, S>>("div_", BinaryOp::Div, self, &v)?;
         Ok(self)
     }
 }

@@ -3,20 +3,21 @@
 //! `isclose`/`allclose`.
 
 use super::binary::Sp;
-#[cfg(feature = "cuda")]
-use super::cuda;
 use super::promote::{Promote, Promoted, ScalarPromote};
-use super::{C, Cp, expand_layout, inplace_source, map, on_cuda, zip, zip_scalar};
-use crate::backend::cpu::pointwise::{self, In};
+use super::{
+    C, binary, binary_scalar, compare, converted, expand_layout, inplace_source, scalar_on, test,
+    unary,
+};
+use crate::backend::op::{BinaryOp, CompareOp, TestOp, UnaryOp};
 use crate::dtype::Element;
-use crate::dtype::{Native, cast};
+use crate::dtype::cast;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes};
-use crate::storage::{with_read3, with_write_read};
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
 macro_rules! comparisons {
-    ($($(#[doc = $doc:literal])* $name:ident, $try_name:ident, $name_s:ident, $op:tt;)*) => {
+    ($($(#[doc = $doc:literal])* $name:ident, $try_name:ident, $name_s:ident, $cop:ident;)*) => {
         impl<E: Element> DynTensor<E> {$(
             $(#[doc = $doc])*
             #[track_caller]
@@ -39,7 +40,7 @@ macro_rules! comparisons {
             where
                 E: Promote<B>,
             {
-                zip::<E, B, Cp<E, B>, bool, bool>(stringify!($name), self, other, |x, y| x $op y)
+                compare::<E, B, Promoted<E, B>>(stringify!($name), CompareOp::$cop, self, other)
             }
 
             #[doc = concat!("[`DynTensor::", stringify!($name), "`] against a scalar, compared \
@@ -55,10 +56,9 @@ macro_rules! comparisons {
             where
                 E: ScalarPromote<S>,
             {
-                let v: C<Sp<E, S>> = cast(scalar);
-                or_panic(zip_scalar::<E, C<Sp<E, S>>, bool, bool>(
-                    stringify!($name_s), self, v, false, |x, y| x $op y,
-                ))
+                let op = stringify!($name_s);
+                let v = or_panic(scalar_on::<C<Sp<E, S>>>(cast(scalar), self.device()));
+                or_panic(compare::<E, C<Sp<E, S>>, Sp<E, S>>(op, CompareOp::$cop, self, &v))
             }
         )*}
     };
@@ -73,7 +73,7 @@ comparisons! {
     /// let b = DynTensor::from_vec(vec![1.0f32, 2.5, 3.0], &[3]);
     /// assert_eq!(a.eq(&b).to_vec(), vec![true, false, true]);
     /// ```
-    eq, try_eq, eq_scalar, ==;
+    eq, try_eq, eq_scalar, Eq;
     /// Elementwise `self != other` → `bool` (true for NaN).
     ///
     /// ```
@@ -81,7 +81,7 @@ comparisons! {
     /// let a = DynTensor::from_vec(vec![1.0f32, f32::NAN], &[2]);
     /// assert_eq!(a.ne(&a).to_vec(), vec![false, true]);
     /// ```
-    ne, try_ne, ne_scalar, !=;
+    ne, try_ne, ne_scalar, Ne;
     /// Elementwise `self < other` → `bool`.
     ///
     /// ```
@@ -89,7 +89,7 @@ comparisons! {
     /// let a = DynTensor::from_vec(vec![1u8, 200], &[2]);
     /// assert_eq!(a.lt(&DynTensor::from_vec(vec![-1i8], &[1])).to_vec(), vec![false, false]);
     /// ```
-    lt, try_lt, lt_scalar, <;
+    lt, try_lt, lt_scalar, Lt;
     /// Elementwise `self <= other` → `bool`.
     ///
     /// ```
@@ -97,7 +97,7 @@ comparisons! {
     /// let a = DynTensor::from_vec(vec![1.0f64, 2.0], &[2]);
     /// assert_eq!(a.le_scalar(1).to_vec(), vec![true, false]);
     /// ```
-    le, try_le, le_scalar, <=;
+    le, try_le, le_scalar, Le;
     /// Elementwise `self > other` → `bool`.
     ///
     /// ```
@@ -105,7 +105,7 @@ comparisons! {
     /// let a = DynTensor::from_vec(vec![1i64, 5], &[2]);
     /// assert_eq!(a.gt_scalar(1.5).to_vec(), vec![false, true]);
     /// ```
-    gt, try_gt, gt_scalar, >;
+    gt, try_gt, gt_scalar, Gt;
     /// Elementwise `self >= other` → `bool`.
     ///
     /// ```
@@ -114,7 +114,7 @@ comparisons! {
     /// let b = DynTensor::from_vec(vec![1i64, 5], &[2]);
     /// assert_eq!(a.ge(&b).to_vec(), vec![true, false, true, true]);
     /// ```
-    ge, try_ge, ge_scalar, >=;
+    ge, try_ge, ge_scalar, Ge;
 }
 
 /// `cond ? a : b` elementwise, broadcasting all three (PyTorch's `torch.where`); the result
@@ -164,31 +164,15 @@ pub fn try_where_<A: Promote<B>, B: Element>(
                 ),
             )
         })?;
-    on_cuda!(
-        [cond, a, b],
-        cuda::where_::<A, B, Promoted<A, B>>(op, cond, a, b, &shape)
+    let (a, b) = (
+        converted::<A, Promoted<A, B>>(a)?,
+        converted::<B, Promoted<A, B>>(b)?,
     );
     let lc = expand_layout(cond.layout(), &shape)?;
     let la = expand_layout(a.layout(), &shape)?;
     let lb = expand_layout(b.layout(), &shape)?;
-    let out_layout = Layout::contiguous(&shape)?;
-    let data = with_read3(
-        op,
-        cond.storage(),
-        a.storage(),
-        b.storage(),
-        |sc, sa, sb| {
-            pointwise::build([&out_layout, &lc, &la, &lb], |out, st, sd| {
-                pointwise::select::<A, B, Promoted<A, B>>(
-                    out,
-                    In::new(sc, st[1], sd[1]),
-                    In::new(sa, st[2], sd[2]),
-                    In::new(sb, st[3], sd[3]),
-                )
-            })
-        },
-    )?;
-    DynTensor::from_contiguous_vec(data, &shape)
+    let buf = dispatch::where_(op, cond.storage(), &lc, a.storage(), &la, b.storage(), &lb)?;
+    DynTensor::from_contiguous_buffer(buf, &shape)
 }
 
 impl<E: Element> DynTensor<E> {
@@ -235,27 +219,11 @@ impl<E: Element> DynTensor<E> {
     pub fn try_masked_fill(&self, mask: &DynTensor<bool>, value: E) -> Result<DynTensor<E>> {
         let op = "masked_fill";
         let lm = mask_layout(op, mask, self.shape())?;
-        on_cuda!([mask, self], cuda::masked_fill(op, self, mask, &lm, value));
-        let out_layout = Layout::contiguous(self.shape())?;
-        let value_t = DynTensor::scalar(value);
-        let lv = expand_layout(value_t.layout(), self.shape())?;
-        let data = with_read3(
-            op,
-            mask.storage(),
-            value_t.storage(),
-            self.storage(),
-            |sm, sv, ss| {
-                pointwise::build([&out_layout, &lm, &lv, self.layout()], |out, st, sd| {
-                    pointwise::select::<E, E, E>(
-                        out,
-                        In::new(sm, st[1], sd[1]),
-                        In::new(sv, st[2], sd[2]),
-                        In::new(ss, st[3], sd[3]),
-                    )
-                })
-            },
-        )?;
-        DynTensor::from_contiguous_vec(data, self.shape())
+        let v = scalar_on(value, self.device())?;
+        let lv = expand_layout(v.layout(), self.shape())?;
+        let (sm, sv, ss) = (mask.storage(), v.storage(), self.storage());
+        let buf = dispatch::where_(op, sm, &lm, sv, &lv, ss, self.layout())?;
+        DynTensor::from_contiguous_buffer(buf, self.shape())
     }
 
     /// Writes `value` through this view wherever `mask` (broadcast to its shape) is true.
@@ -285,15 +253,8 @@ impl<E: Element> DynTensor<E> {
         self.check_writable(op)?;
         mask_layout(op, mask, self.shape())?;
         let mask = inplace_source(op, self, mask)?;
-        on_cuda!(
-            [self, mask],
-            cuda::masked_fill_(op, self, &mask, value).map(|()| self)
-        );
-        with_write_read(op, self.storage(), mask.storage(), |d, m| {
-            pointwise::apply(d, [self.layout(), mask.layout()], |run, st, sd| {
-                pointwise::masked_fill_inplace(run, In::new(m, st[1], sd[1]), value)
-            })
-        })?;
+        let (d, m) = (self.storage(), mask.storage());
+        dispatch::masked_fill_(op, d, self.layout(), m, mask.layout(), value)?;
         Ok(self)
     }
 
@@ -307,7 +268,12 @@ impl<E: Element> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn logical_and<B: Element>(&self, other: &DynTensor<B>) -> DynTensor<bool> {
-        or_panic(logical(self, other, "logical_and", |x, y| x & y))
+        or_panic(compare::<E, B, bool>(
+            "logical_and",
+            CompareOp::LogicalAnd,
+            self,
+            other,
+        ))
     }
 
     /// Elementwise logical or (non-zero is true), broadcasting.
@@ -319,7 +285,12 @@ impl<E: Element> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn logical_or<B: Element>(&self, other: &DynTensor<B>) -> DynTensor<bool> {
-        or_panic(logical(self, other, "logical_or", |x, y| x | y))
+        or_panic(compare::<E, B, bool>(
+            "logical_or",
+            CompareOp::LogicalOr,
+            self,
+            other,
+        ))
     }
 
     /// Elementwise logical exclusive or (non-zero is true), broadcasting.
@@ -331,7 +302,12 @@ impl<E: Element> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn logical_xor<B: Element>(&self, other: &DynTensor<B>) -> DynTensor<bool> {
-        or_panic(logical(self, other, "logical_xor", |x, y| x ^ y))
+        or_panic(compare::<E, B, bool>(
+            "logical_xor",
+            CompareOp::LogicalXor,
+            self,
+            other,
+        ))
     }
 
     /// Elementwise logical not (zero becomes true).
@@ -342,9 +318,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(a.logical_not().to_vec(), vec![true, false]);
     /// ```
     pub fn logical_not(&self) -> DynTensor<bool> {
-        or_panic(map::<E, C<E>, bool, bool>("logical_not", self, |x| {
-            x.is_zero()
-        }))
+        or_panic(test("logical_not", TestOp::Zero, self))
     }
 
     /// Whether each element is NaN (never for integers).
@@ -355,7 +329,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(a.isnan().to_vec(), vec![false, true]);
     /// ```
     pub fn isnan(&self) -> DynTensor<bool> {
-        or_panic(map::<E, C<E>, bool, bool>("isnan", self, |x| x.is_nan()))
+        or_panic(test("isnan", TestOp::Nan, self))
     }
 
     /// Whether each element is finite (neither infinite nor NaN; always for integers).
@@ -366,9 +340,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(a.isfinite().to_vec(), vec![true, false, false]);
     /// ```
     pub fn isfinite(&self) -> DynTensor<bool> {
-        or_panic(map::<E, C<E>, bool, bool>("isfinite", self, |x| {
-            x.is_finite()
-        }))
+        or_panic(test("isfinite", TestOp::Finite, self))
     }
 
     /// Whether each element is `+inf` or `-inf`.
@@ -379,9 +351,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(a.isinf().to_vec(), vec![false, true, false]);
     /// ```
     pub fn isinf(&self) -> DynTensor<bool> {
-        or_panic(map::<E, C<E>, bool, bool>("isinf", self, |x| {
-            !x.is_finite() && !x.is_nan()
-        }))
+        or_panic(test("isinf", TestOp::Inf, self))
     }
 
     /// Whether `|self - other| <= atol + rtol · |other|` elementwise (PyTorch's `isclose`),
@@ -403,22 +373,7 @@ impl<E: Element> DynTensor<E> {
         atol: f64,
         equal_nan: bool,
     ) -> DynTensor<bool> {
-        or_panic(zip::<E, B, f64, bool, bool>(
-            "isclose",
-            self,
-            other,
-            move |x, y| {
-                if x == y {
-                    true
-                } else if x.is_nan() || y.is_nan() {
-                    equal_nan && x.is_nan() && y.is_nan()
-                } else if !x.is_finite() || !y.is_finite() {
-                    false
-                } else {
-                    (x - y).abs() <= atol + rtol * y.abs()
-                }
-            },
-        ))
+        or_panic(isclose(self, other, rtol, atol, equal_nan))
     }
 
     /// Whether every element is close to `other`'s (see [`DynTensor::isclose`], NaNs never
@@ -438,13 +393,53 @@ impl<E: Element> DynTensor<E> {
     }
 }
 
-fn logical<A: Element, B: Element>(
+/// `|a - b| <= atol + rtol · |b|` for finite values, equality otherwise, and NaN close to NaN
+/// if `equal_nan`: composed of primitives, in `f64`.
+fn isclose<A: Element, B: Element>(
     a: &DynTensor<A>,
     b: &DynTensor<B>,
-    op: &'static str,
-    f: impl Fn(bool, bool) -> bool + Sync,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
 ) -> Result<DynTensor<bool>> {
-    zip::<A, B, f64, bool, bool>(op, a, b, move |x, y| f(x != 0.0, y != 0.0))
+    let op = "isclose";
+    broadcast_shapes(op, a.shape(), b.shape())?;
+    let (x, y) = (a.try_to_dtype::<f64>()?, b.try_to_dtype::<f64>()?);
+    let diff = unary(
+        op,
+        UnaryOp::Abs,
+        &binary::<f64, f64, f64>(op, BinaryOp::Sub, &x, &y)?,
+    )?;
+    let scaled = binary_scalar::<f64, f64>(
+        op,
+        BinaryOp::Mul,
+        &unary(op, UnaryOp::Abs, &y)?,
+        rtol,
+        false,
+    )?;
+    let tol = binary_scalar::<f64, f64>(op, BinaryOp::Add, &scaled, atol, false)?;
+    let within = compare::<f64, f64, f64>(op, CompareOp::Le, &diff, &tol)?;
+    let finite = compare::<bool, bool, bool>(
+        op,
+        CompareOp::LogicalAnd,
+        &test(op, TestOp::Finite, &x)?,
+        &test(op, TestOp::Finite, &y)?,
+    )?;
+    let and = |p: &DynTensor<bool>, q: &DynTensor<bool>| {
+        compare::<bool, bool, bool>(op, CompareOp::LogicalAnd, p, q)
+    };
+    let or = |p: &DynTensor<bool>, q: &DynTensor<bool>| {
+        compare::<bool, bool, bool>(op, CompareOp::LogicalOr, p, q)
+    };
+    let mut close = or(
+        &compare::<f64, f64, f64>(op, CompareOp::Eq, &x, &y)?,
+        &and(&within, &finite)?,
+    )?;
+    if equal_nan {
+        let nans = and(&test(op, TestOp::Nan, &x)?, &test(op, TestOp::Nan, &y)?)?;
+        close = or(&close, &nans)?;
+    }
+    Ok(close)
 }
 
 /// The layout of `mask` broadcast to `shape`, or an error naming both shapes.

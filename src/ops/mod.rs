@@ -75,20 +75,18 @@ macro_rules! on_cuda {
 }
 pub(crate) use on_cuda;
 
-use crate::backend::cpu::pointwise::{self, In};
+use crate::backend::cpu::pointwise;
 use crate::backend::cpu::reduce::{Fold, reduce};
-use crate::backend::cpu::stream::Store;
-use crate::backend::cpu::vmath::{Isa, vectorized_if};
+use crate::backend::cpu::vmath::Isa;
 use crate::backend::device::Device;
+use crate::backend::op::{BinaryOp, CompareOp, TestOp, UnaryOp};
 use crate::dtype::Element;
 use crate::dtype::{Kernel, Native};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes};
-use crate::storage::{with_read2, with_write_read};
+use crate::storage::dispatch;
 use crate::tensor::DynTensor;
 
-/// The compute type of the promoted type of `A` and `B`.
-pub(crate) type Cp<A, B> = <Promoted<A, B> as Kernel>::Compute;
 /// The compute type of `E`.
 pub(crate) type C<E> = <E as Kernel>::Compute;
 
@@ -98,104 +96,143 @@ pub(crate) fn expand_layout(layout: &Layout, shape: &[usize]) -> Result<Layout> 
     layout.expand(&sizes)
 }
 
-/// `f(x)` for every element of `t`, computed in `T`, stored as `O`.
-pub(crate) fn map<S: Element, T: Element, U: Element, O: Element>(
+/// `uop` of every element of `t`.
+pub(crate) fn unary<E: Element>(
     op: &'static str,
-    t: &DynTensor<S>,
-    f: impl Fn(T) -> U + Sync,
-) -> Result<DynTensor<O>> {
-    map_with::<S, T, U, O, false>(op, t, f)
-}
-
-/// [`map`] with its row loops compiled for the widest vector instructions of the CPU
-/// ([`vectorized`]): for operations whose arithmetic, not memory, bounds them (`exp`,
-/// `sigmoid`, rounding, …).
-pub(crate) fn map_vec<S: Element, T: Element, U: Element, O: Element>(
-    op: &'static str,
-    t: &DynTensor<S>,
-    f: impl Fn(T) -> U + Sync,
-) -> Result<DynTensor<O>> {
-    map_with::<S, T, U, O, true>(op, t, f)
-}
-
-fn map_with<S: Element, T: Element, U: Element, O: Element, const VEC: bool>(
-    op: &'static str,
-    t: &DynTensor<S>,
-    f: impl Fn(T) -> U + Sync,
-) -> Result<DynTensor<O>> {
-    on_cuda!([t], cuda::map::<S, O>(op, t));
-    let out_layout = Layout::contiguous(t.shape())?;
-    let guard = t.storage().read();
-    let src = guard.cpu(op)?;
-    let stream = Store::wanted::<O>(out_layout.numel());
-    let data = pointwise::build([&out_layout, t.layout()], |out, st, sd| {
-        vectorized_if(
-            VEC || stream || O::DTYPE.is_half(),
-            #[inline(always)]
-            |isa| pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f, isa, stream),
-        )
-    });
-    DynTensor::from_contiguous_vec(data, t.shape())
-}
-
-/// `f(x, y)` for every element of the broadcast of `a` and `b`, computed in `T`, stored as `O`.
-pub(crate) fn zip<A: Element, B: Element, T: Element, U: Element, O: Element>(
-    op: &'static str,
-    a: &DynTensor<A>,
-    b: &DynTensor<B>,
-    f: impl Fn(T, T) -> U + Sync,
-) -> Result<DynTensor<O>> {
-    zip_with::<A, B, T, U, O, false>(op, a, b, f)
-}
-
-/// [`zip`] with its row loops compiled for the widest vector instructions of the CPU.
-pub(crate) fn zip_vec<A: Element, B: Element, T: Element, U: Element, O: Element>(
-    op: &'static str,
-    a: &DynTensor<A>,
-    b: &DynTensor<B>,
-    f: impl Fn(T, T) -> U + Sync,
-) -> Result<DynTensor<O>> {
-    zip_with::<A, B, T, U, O, true>(op, a, b, f)
-}
-
-fn zip_with<A: Element, B: Element, T: Element, U: Element, O: Element, const VEC: bool>(
-    op: &'static str,
-    a: &DynTensor<A>,
-    b: &DynTensor<B>,
-    f: impl Fn(T, T) -> U + Sync,
-) -> Result<DynTensor<O>> {
-    on_cuda!([a, b], cuda::zip::<A, B, T, O>(op, a, b));
-    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
-    let la = expand_layout(a.layout(), &shape)?;
-    let lb = expand_layout(b.layout(), &shape)?;
-    let out_layout = Layout::contiguous(&shape)?;
-    let stream = Store::wanted::<O>(out_layout.numel());
-    let data = with_read2(op, a.storage(), b.storage(), |sa, sb| {
-        pointwise::build([&out_layout, &la, &lb], |out, st, sd| {
-            let (a, b) = (In::new(sa, st[1], sd[1]), In::new(sb, st[2], sd[2]));
-            vectorized_if(
-                VEC || stream || O::DTYPE.is_half(),
-                #[inline(always)]
-                |isa| pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, stream),
-            )
-        })
-    })?;
-    DynTensor::from_contiguous_vec(data, &shape)
-}
-
-/// `f(x, y)` with a scalar `s` (already in the compute type) on the left or the right.
-pub(crate) fn zip_scalar<E: Element, T: Element, U: Element, O: Element>(
-    op: &'static str,
+    uop: UnaryOp,
     t: &DynTensor<E>,
-    s: T,
+) -> Result<DynTensor<E>> {
+    let buf = dispatch::unary(op, uop, t.storage(), t.layout())?;
+    DynTensor::from_contiguous_buffer(buf, t.shape())
+}
+
+/// `x = uop(x)` through the view `dst`.
+pub(crate) fn unary_<E: Element>(op: &'static str, uop: UnaryOp, dst: &DynTensor<E>) -> Result<()> {
+    dst.check_writable(op)?;
+    dispatch::unary_(op, uop, dst.storage(), dst.layout())
+}
+
+/// `top` of every element of `t`.
+pub(crate) fn test<E: Element>(
+    op: &'static str,
+    top: TestOp,
+    t: &DynTensor<E>,
+) -> Result<DynTensor<bool>> {
+    let buf = dispatch::test(op, top, t.storage(), t.layout())?;
+    DynTensor::from_contiguous_buffer(buf, t.shape())
+}
+
+/// Whether an operand of type `A` goes into a kernel with output `O` as it is: it is `O` or
+/// `O`'s compute type (see [`Backend::binary`](crate::backend::Backend)). Others are converted
+/// to the compute type first, at their own size, before broadcasting.
+fn fits<A: Element, O: Element>() -> bool {
+    A::DTYPE == O::DTYPE || A::DTYPE == <C<O> as Element>::DTYPE
+}
+
+/// `bop(a, b)` with broadcasting, computed in the compute type of `O` and stored as `O`.
+pub(crate) fn binary<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+) -> Result<DynTensor<O>> {
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    match (fits::<A, O>(), fits::<B, O>()) {
+        (true, true) => binary_fitting::<A, B, O>(op, bop, a, b, &shape),
+        (false, true) => {
+            let a = a.try_to_dtype::<C<O>>()?;
+            binary_fitting::<C<O>, B, O>(op, bop, &a, b, &shape)
+        }
+        (true, false) => {
+            let b = b.try_to_dtype::<C<O>>()?;
+            binary_fitting::<A, C<O>, O>(op, bop, a, &b, &shape)
+        }
+        (false, false) => {
+            let (a, b) = (a.try_to_dtype::<C<O>>()?, b.try_to_dtype::<C<O>>()?);
+            binary_fitting::<C<O>, C<O>, O>(op, bop, &a, &b, &shape)
+        }
+    }
+}
+
+/// [`binary`] on operands that fit `O`, broadcast to `shape`.
+fn binary_fitting<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+    shape: &[usize],
+) -> Result<DynTensor<O>> {
+    let (la, lb) = (
+        expand_layout(a.layout(), shape)?,
+        expand_layout(b.layout(), shape)?,
+    );
+    let buf = dispatch::binary::<A, B, O>(op, bop, a.storage(), &la, b.storage(), &lb)?;
+    DynTensor::from_contiguous_buffer(buf, shape)
+}
+
+/// `bop(t, s)` (or `bop(s, t)` if `scalar_left`) with the scalar `s`, already in the compute
+/// type of `O`.
+pub(crate) fn binary_scalar<E: Element, O: Element>(
+    op: &'static str,
+    bop: BinaryOp,
+    t: &DynTensor<E>,
+    s: C<O>,
     scalar_left: bool,
-    f: impl Fn(T, T) -> U + Sync,
 ) -> Result<DynTensor<O>> {
     let s = scalar_on(s, t.device())?;
     if scalar_left {
-        zip::<T, E, T, U, O>(op, &s, t, f)
+        binary::<C<O>, E, O>(op, bop, &s, t)
     } else {
-        zip::<E, T, T, U, O>(op, t, &s, f)
+        binary::<E, C<O>, O>(op, bop, t, &s)
+    }
+}
+
+/// `cop(a, b)` with broadcasting, compared in the compute type of `P`.
+pub(crate) fn compare<A: Element, B: Element, P: Element>(
+    op: &'static str,
+    cop: CompareOp,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+) -> Result<DynTensor<bool>> {
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    match (fits::<A, P>(), fits::<B, P>()) {
+        (true, true) => compare_fitting::<A, B, P>(op, cop, a, b, &shape),
+        (false, true) => {
+            let a = a.try_to_dtype::<C<P>>()?;
+            compare_fitting::<C<P>, B, P>(op, cop, &a, b, &shape)
+        }
+        (true, false) => {
+            let b = b.try_to_dtype::<C<P>>()?;
+            compare_fitting::<A, C<P>, P>(op, cop, a, &b, &shape)
+        }
+        (false, false) => {
+            let (a, b) = (a.try_to_dtype::<C<P>>()?, b.try_to_dtype::<C<P>>()?);
+            compare_fitting::<C<P>, C<P>, P>(op, cop, &a, &b, &shape)
+        }
+    }
+}
+
+/// [`compare`] on operands that fit `P`, broadcast to `shape`.
+fn compare_fitting<A: Element, B: Element, P: Element>(
+    op: &'static str,
+    cop: CompareOp,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+    shape: &[usize],
+) -> Result<DynTensor<bool>> {
+    let (la, lb) = (
+        expand_layout(a.layout(), shape)?,
+        expand_layout(b.layout(), shape)?,
+    );
+    let buf = dispatch::compare::<A, B, P>(op, cop, a.storage(), &la, b.storage(), &lb)?;
+    DynTensor::from_contiguous_buffer(buf, shape)
+}
+
+/// `t` as a tensor of `O`: itself (a shared handle) when it is one, else a converted copy.
+pub(crate) fn converted<A: Element, O: Element>(t: &DynTensor<A>) -> Result<DynTensor<O>> {
+    match (t as &dyn std::any::Any).downcast_ref::<DynTensor<O>>() {
+        Some(same) => Ok(same.shallow_clone()),
+        None => t.try_to_dtype::<O>(),
     }
 }
 
@@ -225,43 +262,6 @@ pub(crate) fn check_inplace_cast<R: Element, E: Element>(op: &'static str) -> Re
     Ok(())
 }
 
-/// `dst[i] = f(dst[i])` through the view `dst`, computed in `T`.
-pub(crate) fn map_inplace<E: Element, T: Element>(
-    op: &'static str,
-    dst: &DynTensor<E>,
-    f: impl Fn(T) -> T + Sync,
-) -> Result<()> {
-    map_inplace_with::<E, T, false>(op, dst, f)
-}
-
-/// [`map_inplace`] with its row loops compiled for the widest vector instructions of the CPU.
-pub(crate) fn map_inplace_vec<E: Element, T: Element>(
-    op: &'static str,
-    dst: &DynTensor<E>,
-    f: impl Fn(T) -> T + Sync,
-) -> Result<()> {
-    map_inplace_with::<E, T, true>(op, dst, f)
-}
-
-fn map_inplace_with<E: Element, T: Element, const VEC: bool>(
-    op: &'static str,
-    dst: &DynTensor<E>,
-    f: impl Fn(T) -> T + Sync,
-) -> Result<()> {
-    dst.check_writable(op)?;
-    on_cuda!([dst], cuda::map_inplace(op, dst));
-    let mut guard = dst.storage().write();
-    let d = guard.cpu_mut(op)?;
-    pointwise::apply(d, [dst.layout()], |run, _, _| {
-        vectorized_if(
-            VEC,
-            #[inline(always)]
-            |_| pointwise::unary_inplace::<E, T>(run, &f),
-        )
-    });
-    Ok(())
-}
-
 /// `src` broadcast to `dst`'s shape and, if it shares `dst`'s storage, copied first.
 pub(crate) fn inplace_source<E: Element, B: Element>(
     op: &'static str,
@@ -287,22 +287,43 @@ pub(crate) fn inplace_source<E: Element, B: Element>(
     }
 }
 
-/// `dst[i] = f(dst[i], src[i])` through the view `dst`, with `src` broadcast to its shape,
-/// computed in `T`.
-pub(crate) fn zip_inplace<E: Element, B: Element, T: Element>(
+/// `x = bop(x, y)` through the view `dst`, with `y` from `src` broadcast to its shape,
+/// computed in the compute type of `P` (the promoted type of `E` and `B`, which the caller has
+/// checked may be stored into `E`).
+pub(crate) fn binary_<E: Element, B: Element, P: Element>(
     op: &'static str,
+    bop: BinaryOp,
     dst: &DynTensor<E>,
     src: &DynTensor<B>,
-    f: impl Fn(T, T) -> T + Sync,
 ) -> Result<()> {
     dst.check_writable(op)?;
-    let src = inplace_source(op, dst, src)?;
-    on_cuda!([dst, src], cuda::zip_inplace::<E, B, T>(op, dst, &src));
-    with_write_read(op, dst.storage(), src.storage(), |d, s| {
-        pointwise::apply(d, [dst.layout(), src.layout()], |run, st, sd| {
-            pointwise::binary_inplace::<E, B, T>(run, In::new(s, st[1], sd[1]), &f)
-        })
-    })
+    inplace_source(op, dst, src)?; // the shape check, before anything is converted
+    if P::DTYPE != E::DTYPE {
+        // Computed in the wider type, then stored: a new tensor copied back.
+        let r = binary::<E, B, P>(op, bop, dst, src)?;
+        return dst.try_copy_(&r).map(drop);
+    }
+    if fits::<B, E>() {
+        let src = inplace_source(op, dst, src)?;
+        return dispatch::binary_(
+            op,
+            bop,
+            dst.storage(),
+            dst.layout(),
+            src.storage(),
+            src.layout(),
+        );
+    }
+    let converted = src.try_to_dtype::<C<E>>()?;
+    let src = inplace_source(op, dst, &converted)?;
+    dispatch::binary_(
+        op,
+        bop,
+        dst.storage(),
+        dst.layout(),
+        src.storage(),
+        src.layout(),
+    )
 }
 
 /// Whether any element of `t` is zero.
@@ -348,19 +369,4 @@ pub(crate) fn gather_as<E: Element, T: Element>(
             pointwise::unary::<E, T, T, T>(out, src, st[1], sd[1], &|x| x, Isa::Baseline, false)
         },
     ))
-}
-
-/// `v` converted to `E`: the same buffer when `T` is `E`, else a converted copy.
-pub(crate) fn vec_into<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<E>() {
-        let mut v = std::mem::ManuallyDrop::new(v);
-        // SAFETY: `T` and `E` are the same type, so pointer, length and capacity describe a
-        // valid `Vec<E>`; the original is not dropped.
-        return unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<E>(), v.len(), v.capacity()) };
-    }
-    let n = v.len();
-    let layout = Layout::contiguous(&[n]).expect("a vector's length fits a layout");
-    pointwise::build([&layout, &layout], |out, st, _| {
-        pointwise::unary::<T, T, T, E>(out, &v, st[1], 1, &|x| x, Isa::Baseline, false)
-    })
 }

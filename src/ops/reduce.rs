@@ -21,10 +21,11 @@
 
 #[cfg(feature = "cuda")]
 use super::cuda;
-use super::{C, on_cuda, zip};
+use super::{C, binary, on_cuda, unary};
 use crate::backend::cpu::reduce::{Fold, arg_reduce, reduce};
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::kernels::ReduceOp;
+use crate::backend::op::{BinaryOp, UnaryOp};
 use crate::dtype::{Element, Float};
 use crate::dtype::{Kernel, Native, NativeFloat, cast};
 use crate::error::{Error, ErrorKind, Result};
@@ -580,17 +581,17 @@ fn mean_impl<E: Float, O: Element>(
     )
 }
 
-/// `Σ f(x - m)` over `mask` where `m` is a keepdim reduction of the same tensor, in the compute
-/// type, with the dims kept.
+/// `Σ uop(x - m)` over `mask` where `m` is a keepdim reduction of the same tensor, in the
+/// compute type, with the dims kept.
 fn centered_sum<E: Float>(
     op: &'static str,
     t: &DynTensor<E>,
     m: &DynTensor<C<E>>,
     mask: &[bool],
-    f: impl Fn(C<E>) -> C<E> + Sync,
+    uop: UnaryOp,
 ) -> Result<DynTensor<C<E>>> {
-    let d = super::zip_vec::<E, C<E>, C<E>, C<E>, C<E>>(op, t, m, move |x, m| f(x.nsub(m)))?;
-    sum_c(op, &d, mask)
+    let d = binary::<E, C<E>, C<E>>(op, BinaryOp::Sub, t, m)?;
+    sum_c(op, &unary(op, uop, &d)?, mask)
 }
 
 fn sum_c<T: Native>(op: &'static str, t: &DynTensor<T>, mask: &[bool]) -> Result<DynTensor<T>> {
@@ -639,13 +640,16 @@ fn var_impl<E: Float>(
     });
     let n = reduced_count(t.shape(), mask);
     let m = mean_impl::<E, C<E>>(op, t, mask, true)?;
-    let ss = centered_sum(op, t, &m, mask, |d| d.nmul(d))?;
+    let ss = centered_sum(op, t, &m, mask, UnaryOp::Square)?;
     let denom = <C<E> as NativeFloat>::c(n.saturating_sub(correction) as f64);
-    let r = super::map::<C<E>, C<E>, C<E>, E>(op, &ss, move |s| {
-        let v = s.ndiv(denom);
-        if sqrt { v.sqrt() } else { v }
-    })?;
-    finish_shape(r, t.shape(), mask, keepdim)
+    let denom = super::scalar_on(denom, t.device())?;
+    let v = binary::<C<E>, C<E>, C<E>>(op, BinaryOp::Div, &ss, &denom)?;
+    let v = if sqrt {
+        unary(op, UnaryOp::Sqrt, &v)?
+    } else {
+        v
+    };
+    finish_shape(v.try_to_dtype::<E>()?, t.shape(), mask, keepdim)
 }
 
 fn logsumexp_impl<E: Float>(
@@ -677,8 +681,8 @@ fn logsumexp_impl<E: Float>(
             }
         },
     )?;
-    let s = centered_sum(op, t, &m, mask, |d| d.exp())?;
-    let r = zip::<C<E>, C<E>, C<E>, C<E>, E>(op, &s, &m, |s, m| s.ln().nadd(m))?;
+    let s = centered_sum(op, t, &m, mask, UnaryOp::Exp)?;
+    let r = binary::<C<E>, C<E>, E>(op, BinaryOp::Add, &unary(op, UnaryOp::Log, &s)?, &m)?;
     finish_shape(r, t.shape(), mask, keepdim)
 }
 

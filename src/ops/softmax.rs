@@ -3,8 +3,9 @@
 //! integers; integer and `bool` inputs give `i64`, as PyTorch).
 
 use super::promote::SumOutput;
-use super::{C, gather_as, on_cuda, vec_into};
+use super::{C, gather_as, on_cuda};
 use crate::backend::cpu::convert::as_type;
+use crate::backend::cpu::convert::vec_into;
 use crate::backend::cpu::scan;
 use crate::dtype::Native;
 use crate::dtype::{Element, Float};

@@ -2,23 +2,22 @@
 //! types, and sign/magnitude operations (`neg`, `abs`, `clamp`, `relu`, …) for every numeric
 //! type. Each has an in-place form ending in `_`.
 
-#[cfg(feature = "cuda")]
-use super::cuda::{Param, map_param, map_param_inplace};
-use super::{C, map, map_inplace, map_inplace_vec, map_vec, on_cuda};
+use super::{C, binary_, binary_scalar, scalar_on, unary, unary_};
+use crate::backend::op::{BinaryOp, UnaryOp};
+use crate::dtype::NativeFloat;
 use crate::dtype::{Element, Float, Numeric};
-use crate::dtype::{Native, NativeFloat};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::{DynTensor, or_panic};
 
 macro_rules! unary_ops {
-    ($bound:ident, $map:ident, $map_inplace:ident; $(
+    ($bound:ident; $(
         $(#[doc = $doc:literal])*
-        $name:ident, $name_:ident, $try_name_:ident: |$x:ident| $body:expr;
+        $name:ident, $name_:ident, $try_name_:ident: $uop:ident;
     )*) => {
         impl<E: $bound> DynTensor<E> {$(
             $(#[doc = $doc])*
             pub fn $name(&self) -> DynTensor<E> {
-                or_panic($map::<E, C<E>, C<E>, E>(stringify!($name), self, #[inline(always)] |$x: C<E>| $body))
+                or_panic(unary(stringify!($name), UnaryOp::$uop, self))
             }
 
             #[doc = concat!("[`DynTensor::", stringify!($name), "`] in place: overwrites every \
@@ -45,93 +44,100 @@ macro_rules! unary_ops {
             #[doc = concat!("assert!(t.", stringify!($try_name_), "().is_err());")]
             /// ```
             pub fn $try_name_(&self) -> Result<&Self> {
-                $map_inplace::<E, C<E>>(stringify!($name_), self, #[inline(always)] |$x: C<E>| $body)?;
+                unary_(stringify!($name_), UnaryOp::$uop, self)?;
                 Ok(self)
             }
         )*}
     };
 }
 
-// Float math is bound by arithmetic (exp, sigmoid) or by rounding instructions missing from
-// baseline x86-64 (floor, round): its loops are compiled for the CPU's vector instructions.
-unary_ops! { Float, map_vec, map_inplace_vec;
+unary_ops! { Float;
     /// `e^x`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.0f32, 1.0], &[2]);
     /// assert_eq!(t.exp().to_vec(), vec![1.0, std::f32::consts::E]);
     /// ```
-    exp, exp_, try_exp_: |x| x.exp();
+    exp, exp_, try_exp_: Exp;
     /// The natural logarithm (NaN for negative values, `-inf` for 0).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![1.0f64, std::f64::consts::E], &[2]);
     /// assert_eq!(t.log().to_vec(), vec![0.0, 1.0]);
     /// ```
-    log, log_, try_log_: |x| x.ln();
+    log, log_, try_log_: Log;
     /// `ln(1 + x)`, accurate for small `x`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![1e-10f64], &[1]);
     /// assert!((t.log1p().item() - 1e-10).abs() < 1e-20);
     /// ```
-    log1p, log1p_, try_log1p_: |x| x.ln_1p();
+    log1p, log1p_, try_log1p_: Log1p;
     /// `e^x - 1`, accurate for small `x`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![1e-10f64], &[1]);
     /// assert!((t.expm1().item() - 1e-10).abs() < 1e-20);
     /// ```
-    expm1, expm1_, try_expm1_: |x| x.exp_m1();
+    expm1, expm1_, try_expm1_: Expm1;
     /// The square root (NaN for negative values).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![4.0f32, 9.0], &[2]);
     /// assert_eq!(t.sqrt().to_vec(), vec![2.0, 3.0]);
     /// ```
-    sqrt, sqrt_, try_sqrt_: |x| x.sqrt();
+    sqrt, sqrt_, try_sqrt_: Sqrt;
     /// `1 / sqrt(x)`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![4.0f32], &[1]);
     /// assert_eq!(t.rsqrt().item(), 0.5);
     /// ```
-    rsqrt, rsqrt_, try_rsqrt_: |x| <C<E> as NativeFloat>::c(1.0).ndiv(x.sqrt());
+    rsqrt, rsqrt_, try_rsqrt_: Rsqrt;
     /// The sine (radians).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.0f32], &[1]);
     /// assert_eq!(t.sin().item(), 0.0);
     /// ```
-    sin, sin_, try_sin_: |x| x.sin();
+    sin, sin_, try_sin_: Sin;
     /// The cosine (radians).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.0f32], &[1]);
     /// assert_eq!(t.cos().item(), 1.0);
     /// ```
-    cos, cos_, try_cos_: |x| x.cos();
+    cos, cos_, try_cos_: Cos;
     /// The tangent (radians).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.0f32], &[1]);
     /// assert_eq!(t.tan().item(), 0.0);
     /// ```
-    tan, tan_, try_tan_: |x| x.tan();
+    tan, tan_, try_tan_: Tan;
     /// The hyperbolic tangent.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.0f32, 100.0], &[2]);
     /// assert_eq!(t.tanh().to_vec(), vec![0.0, 1.0]);
     /// ```
-    tanh, tanh_, try_tanh_: |x| x.tanh();
+    tanh, tanh_, try_tanh_: Tanh;
+    /// The error function `erf(x) = 2/√π ∫₀ˣ e^(-t²) dt`.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![0.0f64, 1.0], &[2]);
+    /// let e = t.erf().to_vec();
+    /// assert_eq!(e[0], 0.0);
+    /// assert!((e[1] - 0.842_700_792_949_714_9).abs() < 1e-15);
+    /// ```
+    erf, erf_, try_erf_: Erf;
     /// The logistic function `1 / (1 + e^-x)`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.0f32, -1000.0], &[2]);
     /// assert_eq!(t.sigmoid().to_vec(), vec![0.5, 0.0]);
     /// ```
-    sigmoid, sigmoid_, try_sigmoid_: |x| <C<E> as NativeFloat>::c(1.0).ndiv(x.nneg().exp().nadd(NativeFloat::c(1.0)));
+    sigmoid, sigmoid_, try_sigmoid_: Sigmoid;
     /// GELU in PyTorch's default (exact) form: `x · Φ(x) = x/2 · (1 + erf(x / √2))`.
     ///
     /// ```
@@ -140,8 +146,7 @@ unary_ops! { Float, map_vec, map_inplace_vec;
     /// assert_eq!(g[0], 0.0);
     /// assert!((g[1] - 0.8413447460685429).abs() < 1e-12);
     /// ```
-    gelu, gelu_, try_gelu_: |x| x.nmul(NativeFloat::c(0.5)).nmul(
-        x.nmul(NativeFloat::c(std::f64::consts::FRAC_1_SQRT_2)).erf().nadd(NativeFloat::c(1.0)));
+    gelu, gelu_, try_gelu_: Gelu;
     /// GELU in its tanh approximation (PyTorch's `approximate='tanh'`):
     /// `x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`.
     ///
@@ -149,91 +154,87 @@ unary_ops! { Float, map_vec, map_inplace_vec;
     /// let t = namedtensor::DynTensor::from_vec(vec![1.0f64], &[1]);
     /// assert!((t.gelu_tanh().item() - 0.8411919906082768).abs() < 1e-12);
     /// ```
-    gelu_tanh, gelu_tanh_, try_gelu_tanh_: |x| {
-        let cube = x.nmul(x).nmul(x).nmul(NativeFloat::c(0.044715));
-        let inner = x.nadd(cube).nmul(NativeFloat::c((2.0 / std::f64::consts::PI).sqrt()));
-        x.nmul(NativeFloat::c(0.5)).nmul(inner.tanh().nadd(NativeFloat::c(1.0)))
-    };
+    gelu_tanh, gelu_tanh_, try_gelu_tanh_: GeluTanh;
     /// SiLU (swish): `x · sigmoid(x)`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.0f32, 1000.0], &[2]);
     /// assert_eq!(t.silu().to_vec(), vec![0.0, 1000.0]);
     /// ```
-    silu, silu_, try_silu_: |x| x.ndiv(x.nneg().exp().nadd(NativeFloat::c(1.0)));
+    silu, silu_, try_silu_: Silu;
     /// Rounds toward `-inf`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-1.5f32, 1.5], &[2]);
     /// assert_eq!(t.floor().to_vec(), vec![-2.0, 1.0]);
     /// ```
-    floor, floor_, try_floor_: |x| x.floor();
+    floor, floor_, try_floor_: Floor;
     /// Rounds toward `+inf`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-1.5f32, 1.5], &[2]);
     /// assert_eq!(t.ceil().to_vec(), vec![-1.0, 2.0]);
     /// ```
-    ceil, ceil_, try_ceil_: |x| x.ceil();
+    ceil, ceil_, try_ceil_: Ceil;
     /// Rounds to the nearest integer, ties to even (as PyTorch and NumPy).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![0.5f32, 1.5, 2.5, -0.7], &[4]);
     /// assert_eq!(t.round().to_vec(), vec![0.0, 2.0, 2.0, -1.0]);
     /// ```
-    round, round_, try_round_: |x| x.round();
+    round, round_, try_round_: Round;
     /// Rounds toward zero.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-1.5f32, 1.5], &[2]);
     /// assert_eq!(t.trunc().to_vec(), vec![-1.0, 1.0]);
     /// ```
-    trunc, trunc_, try_trunc_: |x| x.trunc();
+    trunc, trunc_, try_trunc_: Trunc;
     /// `1 / x`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![4.0f32, 0.0], &[2]);
     /// assert_eq!(t.recip().to_vec(), vec![0.25, f32::INFINITY]);
     /// ```
-    recip, recip_, try_recip_: |x| <C<E> as NativeFloat>::c(1.0).ndiv(x);
+    recip, recip_, try_recip_: Recip;
 }
 
-unary_ops! { Numeric, map, map_inplace;
+unary_ops! { Numeric;
     /// `-x` (integers wrap: `-(-128i8) == -128`).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![1i32, -2], &[2]);
     /// assert_eq!(t.neg().to_vec(), vec![-1, 2]);
     /// ```
-    neg, neg_, try_neg_: |x| x.nneg();
+    neg, neg_, try_neg_: Neg;
     /// `|x|` (integers wrap: `abs(-128i8) == -128`).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-1.5f32, 2.0], &[2]);
     /// assert_eq!(t.abs().to_vec(), vec![1.5, 2.0]);
     /// ```
-    abs, abs_, try_abs_: |x| x.nabs();
+    abs, abs_, try_abs_: Abs;
     /// `-1`, `0` or `1` by the sign of `x` (`0` for NaN, as PyTorch).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-3i64, 0, 7], &[3]);
     /// assert_eq!(t.sign().to_vec(), vec![-1, 0, 1]);
     /// ```
-    sign, sign_, try_sign_: |x| x.nsign();
+    sign, sign_, try_sign_: Sign;
     /// `x · x`.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-3i64, 2], &[2]);
     /// assert_eq!(t.square().to_vec(), vec![9, 4]);
     /// ```
-    square, square_, try_square_: |x| x.nmul(x);
+    square, square_, try_square_: Square;
     /// `max(x, 0)` (NaN stays NaN).
     ///
     /// ```
     /// let t = namedtensor::DynTensor::from_vec(vec![-3i32, 2], &[2]);
     /// assert_eq!(t.relu().to_vec(), vec![0, 2]);
     /// ```
-    relu, relu_, try_relu_: |x| x.nmax(<C<E> as Element>::ZERO);
+    relu, relu_, try_relu_: Relu;
 }
 
 impl<E: Float> DynTensor<E> {
@@ -244,14 +245,8 @@ impl<E: Float> DynTensor<E> {
     /// assert_eq!(t.powf(0.5).to_vec(), vec![2.0, 3.0]);
     /// ```
     pub fn powf(&self, exponent: f64) -> DynTensor<E> {
-        on_cuda!(
-            [self],
-            or_panic(map_param("powf", self, &Param::Powf(exponent)))
-        );
         let e = <C<E> as NativeFloat>::c(exponent);
-        or_panic(map::<E, C<E>, C<E>, E>("powf", self, move |x: C<E>| {
-            x.powf(e)
-        }))
+        or_panic(binary_scalar::<E, E>("powf", BinaryOp::Pow, self, e, false))
     }
 
     /// [`DynTensor::powf`] in place. Panics where [`DynTensor::try_powf_`] fails.
@@ -273,12 +268,8 @@ impl<E: Float> DynTensor<E> {
     /// assert!(t.try_powf_(2.0).is_err());
     /// ```
     pub fn try_powf_(&self, exponent: f64) -> Result<&Self> {
-        on_cuda!([self], {
-            self.check_writable("powf_")?;
-            map_param_inplace("powf_", self, &Param::Powf(exponent)).map(|()| self)
-        });
-        let e = <C<E> as NativeFloat>::c(exponent);
-        map_inplace::<E, C<E>>("powf_", self, move |x: C<E>| x.powf(e))?;
+        let e = scalar_on(<C<E> as NativeFloat>::c(exponent), self.device())?;
+        binary_::<E, C<E>, E>("powf_", BinaryOp::Pow, self, &e)?;
         Ok(self)
     }
 }
@@ -328,12 +319,9 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp<S: Element>(&self, min: S, max: S) -> Result<DynTensor<E>> {
         check_bounds::<E, S>("clamp")?;
-        on_cuda!([self], {
-            let p = Param::Clamp(Some(min.cast::<E>()), Some(max.cast::<E>()));
-            map_param("clamp", self, &p)
-        });
-        let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
-        map::<E, C<E>, C<E>, E>("clamp", self, move |x: C<E>| x.nmax(lo).nmin(hi))
+        // The lower bound, then the upper one, in the compute type: one rounding at the end.
+        let lo = binary_scalar::<E, C<E>>("clamp", BinaryOp::Maximum, self, min.cast(), false)?;
+        binary_scalar::<C<E>, E>("clamp", BinaryOp::Minimum, &lo, max.cast(), false)
     }
 
     /// Limits every element to at least `min`. Panics where [`DynTensor::try_clamp_min`]
@@ -356,12 +344,7 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp_min<S: Element>(&self, min: S) -> Result<DynTensor<E>> {
         check_bounds::<E, S>("clamp_min")?;
-        on_cuda!([self], {
-            let p = Param::Clamp(Some(min.cast::<E>()), None);
-            map_param("clamp_min", self, &p)
-        });
-        let lo = min.cast::<C<E>>();
-        map::<E, C<E>, C<E>, E>("clamp_min", self, move |x: C<E>| x.nmax(lo))
+        binary_scalar::<E, E>("clamp_min", BinaryOp::Maximum, self, min.cast(), false)
     }
 
     /// Limits every element to at most `max`. Panics where [`DynTensor::try_clamp_max`]
@@ -384,12 +367,7 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp_max<S: Element>(&self, max: S) -> Result<DynTensor<E>> {
         check_bounds::<E, S>("clamp_max")?;
-        on_cuda!([self], {
-            let p = Param::Clamp(None, Some(max.cast::<E>()));
-            map_param("clamp_max", self, &p)
-        });
-        let hi = max.cast::<C<E>>();
-        map::<E, C<E>, C<E>, E>("clamp_max", self, move |x: C<E>| x.nmin(hi))
+        binary_scalar::<E, E>("clamp_max", BinaryOp::Minimum, self, max.cast(), false)
     }
 
     /// [`DynTensor::clamp`] in place. Panics where [`DynTensor::try_clamp_`] fails.
@@ -414,17 +392,12 @@ impl<E: Numeric> DynTensor<E> {
     #[track_caller]
     pub fn clamp_min_<S: Element>(&self, min: S) -> &Self {
         or_panic(check_bounds::<E, S>("clamp_min_"));
-        on_cuda!([self], {
-            or_panic(self.check_writable("clamp_min_"));
-            let p = Param::Clamp(Some(min.cast::<E>()), None);
-            or_panic(map_param_inplace("clamp_min_", self, &p));
-            self
-        });
-        let lo = min.cast::<C<E>>();
-        or_panic(map_inplace::<E, C<E>>(
+        let lo = or_panic(scalar_on(min.cast::<C<E>>(), self.device()));
+        or_panic(binary_::<E, C<E>, E>(
             "clamp_min_",
+            BinaryOp::Maximum,
             self,
-            move |x: C<E>| x.nmax(lo),
+            &lo,
         ));
         self
     }
@@ -439,17 +412,12 @@ impl<E: Numeric> DynTensor<E> {
     #[track_caller]
     pub fn clamp_max_<S: Element>(&self, max: S) -> &Self {
         or_panic(check_bounds::<E, S>("clamp_max_"));
-        on_cuda!([self], {
-            or_panic(self.check_writable("clamp_max_"));
-            let p = Param::Clamp(None, Some(max.cast::<E>()));
-            or_panic(map_param_inplace("clamp_max_", self, &p));
-            self
-        });
-        let hi = max.cast::<C<E>>();
-        or_panic(map_inplace::<E, C<E>>(
+        let hi = or_panic(scalar_on(max.cast::<C<E>>(), self.device()));
+        or_panic(binary_::<E, C<E>, E>(
             "clamp_max_",
+            BinaryOp::Minimum,
             self,
-            move |x: C<E>| x.nmin(hi),
+            &hi,
         ));
         self
     }
@@ -466,13 +434,9 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp_<S: Element>(&self, min: S, max: S) -> Result<&Self> {
         check_bounds::<E, S>("clamp_")?;
-        on_cuda!([self], {
-            self.check_writable("clamp_")?;
-            let p = Param::Clamp(Some(min.cast::<E>()), Some(max.cast::<E>()));
-            map_param_inplace("clamp_", self, &p).map(|()| self)
-        });
-        let (lo, hi) = (min.cast::<C<E>>(), max.cast::<C<E>>());
-        map_inplace::<E, C<E>>("clamp_", self, move |x: C<E>| x.nmax(lo).nmin(hi))?;
+        self.check_writable("clamp_")?;
+        let clamped = self.try_clamp(min, max)?;
+        self.try_copy_(&clamped)?;
         Ok(self)
     }
 }

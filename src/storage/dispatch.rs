@@ -1,19 +1,189 @@
-//! The operations every backend provides on its [`Buffer`], dispatched to that device's
-//! kernels. Callers hold the storage's lock and have checked indices and layouts against it.
+//! The one place that picks a backend: for every primitive, a match on the operands' buffers
+//! that calls the [`Backend`] method of their device. The locks are taken here too (shared for
+//! the storages an operation reads, exclusive for the one it writes, in the global order; see
+//! the aliasing rules in [`crate::storage`]), so the ops layer above only validates, promotes
+//! and broadcasts, and the backends below only compute.
+//!
+//! Operands on two devices are an [`ErrorKind::Device`](crate::ErrorKind) error naming both,
+//! before anything runs.
 
 // `op` names the operation in device errors, which only a device backend raises.
 #![cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 
-use super::Buffer;
+use super::{Buffer, Storage, with_write_read_buffers};
+use crate::backend::Backend;
+use crate::backend::cpu::Cpu;
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::Cuda;
 use crate::backend::device::Device;
 #[cfg(feature = "cuda")]
 use crate::backend::device::mixed_devices;
+use crate::backend::op::{BinaryOp, CompareOp, TestOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::Layout;
 
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::{self, CudaBuffer};
+
+/// Calls `$method` of the backend that holds every one of the buffers `$b`, binding each to
+/// its backend's buffer as `$x`; buffers of two devices are a [`mixed_devices`] error.
+macro_rules! on_backend {
+    ($op:expr, ($($b:expr => $x:ident),+), $B:ident => $call:expr, $wrap:ident) => {{
+        #[cfg(feature = "cuda")]
+        let devices = [$($b.device(),)+];
+        #[allow(unreachable_patterns)]
+        match ($($b,)+) {
+            ($(Buffer::Cpu($x),)+) => {
+                type $B = Cpu;
+                $wrap!(Cpu, $call)
+            }
+            #[cfg(feature = "cuda")]
+            ($(Buffer::Cuda($x),)+) => {
+                type $B = Cuda;
+                $wrap!(Cuda, $call)
+            }
+            #[cfg(feature = "cuda")]
+            _ => {
+                let other = devices.iter().copied().find(|d| *d != devices[0]);
+                Err(mixed_devices($op, devices[0], other.unwrap_or(devices[0])))
+            }
+        }
+    }};
+}
+
+/// Wraps a backend's new buffer in its [`Buffer`] variant.
+macro_rules! new_buffer {
+    (Cpu, $call:expr) => {
+        $call.map(Buffer::Cpu)
+    };
+    (Cuda, $call:expr) => {
+        $call.map(Buffer::Cuda)
+    };
+}
+
+/// Passes a backend's result through.
+macro_rules! as_is {
+    ($_b:ident, $call:expr) => {
+        $call
+    };
+}
+
+/// `uop` of the view `layout` over `src`, in a new contiguous buffer.
+pub(crate) fn unary<E: Element>(
+    op: &'static str,
+    uop: UnaryOp,
+    src: &Storage<E>,
+    layout: &Layout,
+) -> Result<Buffer<E>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::unary::<E>(op, uop, s, layout), new_buffer)
+}
+
+/// `uop` in place through `dst` over `buf`.
+pub(crate) fn unary_<E: Element>(
+    op: &'static str,
+    uop: UnaryOp,
+    buf: &Storage<E>,
+    dst: &Layout,
+) -> Result<()> {
+    let mut g = buf.write();
+    on_backend!(op, (&mut *g => d), B => B::unary_::<E>(op, uop, d, dst), as_is)
+}
+
+/// `top` of the view `layout` over `src`, as `bool`.
+pub(crate) fn test<E: Element>(
+    op: &'static str,
+    top: TestOp,
+    src: &Storage<E>,
+    layout: &Layout,
+) -> Result<Buffer<bool>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::test::<E>(op, top, s, layout), new_buffer)
+}
+
+/// `bop(a, b)` elementwise into a new buffer of `O` (see [`Backend::binary`]).
+pub(crate) fn binary<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &Storage<A>,
+    la: &Layout,
+    b: &Storage<B>,
+    lb: &Layout,
+) -> Result<Buffer<O>> {
+    super::with_read_buffers2(
+        a,
+        b,
+        |ga, gb| on_backend!(op, (ga => x, gb => y), K => K::binary::<A, B, O>(op, bop, x, la, y, lb), new_buffer),
+    )
+}
+
+/// `bop` in place through `dst` over `buf`, with the second operand from `src`.
+pub(crate) fn binary_<E: Element, B: Element>(
+    op: &'static str,
+    bop: BinaryOp,
+    buf: &Storage<E>,
+    dst: &Layout,
+    src: &Storage<B>,
+    ls: &Layout,
+) -> Result<()> {
+    with_write_read_buffers(
+        buf,
+        src,
+        |gd, gs| on_backend!(op, (gd => d, gs => s), K => K::binary_::<E, B>(op, bop, d, dst, s, ls), as_is),
+    )
+}
+
+/// `cop(a, b)` elementwise, compared in the compute type of `P`.
+pub(crate) fn compare<A: Element, B: Element, P: Element>(
+    op: &'static str,
+    cop: CompareOp,
+    a: &Storage<A>,
+    la: &Layout,
+    b: &Storage<B>,
+    lb: &Layout,
+) -> Result<Buffer<bool>> {
+    super::with_read_buffers2(
+        a,
+        b,
+        |ga, gb| on_backend!(op, (ga => x, gb => y), K => K::compare::<A, B, P>(op, cop, x, la, y, lb), new_buffer),
+    )
+}
+
+/// `cond ? a : b` elementwise.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn where_<E: Element>(
+    op: &'static str,
+    cond: &Storage<bool>,
+    lc: &Layout,
+    a: &Storage<E>,
+    la: &Layout,
+    b: &Storage<E>,
+    lb: &Layout,
+) -> Result<Buffer<E>> {
+    super::with_read_buffers3(
+        cond,
+        a,
+        b,
+        |gc, ga, gb| on_backend!(op, (gc => c, ga => x, gb => y), K => K::where_::<E>(op, c, lc, x, la, y, lb), new_buffer),
+    )
+}
+
+/// `value` written through `dst` over `buf` where `mask` is true.
+pub(crate) fn masked_fill_<E: Element>(
+    op: &'static str,
+    buf: &Storage<E>,
+    dst: &Layout,
+    mask: &Storage<bool>,
+    lm: &Layout,
+    value: E,
+) -> Result<()> {
+    with_write_read_buffers(
+        buf,
+        mask,
+        |gd, gm| on_backend!(op, (gd => d, gm => m), K => K::masked_fill_::<E>(op, d, dst, m, lm, value), as_is),
+    )
+}
 
 impl<E: Element> Buffer<E> {
     /// Number of elements.
@@ -73,34 +243,17 @@ impl<E: Element> Buffer<E> {
 
     /// The elements of `layout` in a new contiguous buffer on the same device.
     pub(crate) fn gather(&self, op: &'static str, layout: &Layout) -> Result<Buffer<E>> {
-        match self {
-            Buffer::Cpu(v) => Ok(Buffer::Cpu(crate::backend::cpu::gather_to_vec(v, layout))),
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => Ok(Buffer::Cuda(cuda::copy::cast(op, b, layout, E::DTYPE)?)),
-        }
+        self.cast::<E>(op, layout)
     }
 
     /// The elements of `layout` converted to `F`, in a new contiguous buffer on the same device.
     pub(crate) fn cast<F: Element>(&self, op: &'static str, layout: &Layout) -> Result<Buffer<F>> {
-        match self {
-            Buffer::Cpu(v) => Ok(Buffer::Cpu(crate::backend::cpu::map_to_vec(
-                v,
-                layout,
-                |x: E| x.cast::<F>(),
-            ))),
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => Ok(Buffer::Cuda(cuda::copy::cast(op, b, layout, F::DTYPE)?)),
-        }
+        on_backend!(op, (self => s), B => B::cast::<E, F>(op, s, layout), new_buffer)
     }
 
     /// Writes `value` at every element of `layout` (which has no two indices on one element).
     pub(crate) fn fill(&mut self, op: &'static str, layout: &Layout, value: E) -> Result<()> {
-        match self {
-            Buffer::Cpu(v) => crate::backend::cpu::fill_strided(v, layout, value),
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => cuda::copy::fill(op, b, layout, value)?,
-        }
-        Ok(())
+        on_backend!(op, (self => s), B => B::fill_::<E>(op, s, layout, value), as_is)
     }
 
     /// Copies the elements of `src_layout` over `src` into `dst_layout` over `self` (same
@@ -112,18 +265,7 @@ impl<E: Element> Buffer<E> {
         src: &Buffer<F>,
         src_layout: &Layout,
     ) -> Result<()> {
-        match (self, src) {
-            (Buffer::Cpu(d), Buffer::Cpu(s)) => {
-                crate::backend::cpu::copy_cast(d, dst_layout, s, src_layout);
-                Ok(())
-            }
-            #[cfg(feature = "cuda")]
-            (Buffer::Cuda(d), Buffer::Cuda(s)) => {
-                cuda::copy::copy(op, d, dst_layout, s, src_layout)
-            }
-            #[cfg(feature = "cuda")]
-            (d, s) => Err(mixed_devices(op, d.device(), s.device())),
-        }
+        on_backend!(op, (self => d, src => s), B => B::copy_::<E, F>(op, d, dst_layout, s, src_layout), as_is)
     }
 
     /// The buffer's elements moved to `device`: the elements of `layout`, contiguous.

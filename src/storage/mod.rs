@@ -48,7 +48,7 @@ pub use pool::{
     MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, set_buffer_pool_capacity,
 };
 
-mod dispatch;
+pub(crate) mod dispatch;
 
 #[cfg(feature = "cuda")]
 use crate::backend::device::mixed_devices;
@@ -64,16 +64,6 @@ pub(crate) enum Buffer<E> {
 }
 
 impl<E: Element> Buffer<E> {
-    /// The host vector; an error naming `op` for a buffer on another device.
-    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
-    pub(crate) fn cpu_vec(&self, op: &'static str) -> Result<&Vec<E>> {
-        match self {
-            Buffer::Cpu(v) => Ok(v),
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => Err(not_on_cpu(op, b.device())),
-        }
-    }
-
     /// The host slice; an error naming `op` for a buffer on another device.
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     pub(crate) fn cpu(&self, op: &'static str) -> Result<&[E]> {
@@ -289,22 +279,20 @@ impl<E: Element> Storage<E> {
     }
 }
 
-/// Runs `f` with a shared view of `a` and of `b`, taking each lock once and in the global
-/// order (the same storage is locked once and handed to `f` twice).
-pub(crate) fn with_read2<A: Element, B: Element, R>(
-    op: &'static str,
+/// Runs `f` with the buffers of `a` and `b` under their shared locks, taking each lock once
+/// and in the global order (the same storage is locked once and handed to `f` twice).
+pub(crate) fn with_read_buffers2<A: Element, B: Element, R>(
     a: &Storage<A>,
     b: &Storage<B>,
-    f: impl FnOnce(&[A], &[B]) -> R,
+    f: impl FnOnce(&Buffer<A>, &Buffer<B>) -> Result<R>,
 ) -> Result<R> {
     if a.lock_order() == b.lock_order() {
         let guard = a.read();
-        let vec = guard.cpu_vec(op)?;
         // One allocation holds one element type, so `A` is `B` here and the downcast succeeds.
-        let same = (vec as &dyn std::any::Any)
-            .downcast_ref::<Vec<B>>()
+        let same = (&*guard as &dyn std::any::Any)
+            .downcast_ref::<Buffer<B>>()
             .expect("one storage has one element type");
-        return Ok(f(guard.cpu(op)?, same));
+        return f(&guard, same);
     }
     let (ga, gb);
     if a.lock_order() < b.lock_order() {
@@ -314,17 +302,17 @@ pub(crate) fn with_read2<A: Element, B: Element, R>(
         gb = b.read();
         ga = a.read();
     }
-    Ok(f(ga.cpu(op)?, gb.cpu(op)?))
+    f(&ga, &gb)
 }
 
-/// Runs `f` with a shared view of `a`, `b` and `c`, taking each distinct storage's lock once
-/// and in the global order (storages that appear twice are locked once and handed out twice).
-pub(crate) fn with_read3<A: Element, B: Element, C: Element, R>(
-    op: &'static str,
+/// Runs `f` with the buffers of `a`, `b` and `c` under their shared locks, taking each
+/// distinct storage's lock once and in the global order (storages that appear twice are
+/// locked once and handed out twice).
+pub(crate) fn with_read_buffers3<A: Element, B: Element, C: Element, R>(
     a: &Storage<A>,
     b: &Storage<B>,
     c: &Storage<C>,
-    f: impl FnOnce(&[A], &[B], &[C]) -> R,
+    f: impl FnOnce(&Buffer<A>, &Buffer<B>, &Buffer<C>) -> Result<R>,
 ) -> Result<R> {
     let keys = [a.lock_order(), b.lock_order(), c.lock_order()];
     let mut order = [0usize, 1, 2];
@@ -342,52 +330,42 @@ pub(crate) fn with_read3<A: Element, B: Element, C: Element, R>(
             _ => gc = Some(c.read()),
         }
     }
-    // The vector behind each key; a storage holds one element type, so the downcasts below
+    // The buffer behind each key; a storage holds one element type, so the downcasts below
     // succeed exactly when two operands share a storage.
-    let mut held: Vec<(usize, &dyn std::any::Any)> = Vec::with_capacity(3);
-    if let Some(g) = &ga {
-        let v = g.cpu_vec(op)?;
-        held.push((keys[0], v));
-    }
-    if let Some(g) = &gb {
-        let v = g.cpu_vec(op)?;
-        held.push((keys[1], v));
-    }
-    if let Some(g) = &gc {
-        let v = g.cpu_vec(op)?;
-        held.push((keys[2], v));
-    }
+    let held: Vec<(usize, &dyn std::any::Any)> = [
+        ga.as_deref().map(|g| (keys[0], g as &dyn std::any::Any)),
+        gb.as_deref().map(|g| (keys[1], g as &dyn std::any::Any)),
+        gc.as_deref().map(|g| (keys[2], g as &dyn std::any::Any)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let find = |k: usize| {
         held.iter()
             .find(|(key, _)| *key == k)
             .expect("every operand's storage is locked")
             .1
     };
-    let sa = find(keys[0])
-        .downcast_ref::<Vec<A>>()
-        .expect("one storage has one element type");
-    let sb = find(keys[1])
-        .downcast_ref::<Vec<B>>()
-        .expect("one storage has one element type");
-    let sc = find(keys[2])
-        .downcast_ref::<Vec<C>>()
-        .expect("one storage has one element type");
-    Ok(f(sa, sb, sc))
+    let expect = "one storage has one element type";
+    let ba = find(keys[0]).downcast_ref::<Buffer<A>>().expect(expect);
+    let bb = find(keys[1]).downcast_ref::<Buffer<B>>().expect(expect);
+    let bc = find(keys[2]).downcast_ref::<Buffer<C>>().expect(expect);
+    f(ba, bb, bc)
 }
 
-/// Runs `f` with exclusive access to `dst` and shared access to `src`, which must be a
-/// different storage (in-place ops copy an aliasing source first), locking in global order.
-pub(crate) fn with_write_read<A: Element, B: Element, R>(
+/// [`with_read_buffers2`] on host slices; an error naming `op` for a buffer on a device.
+pub(crate) fn with_read2<A: Element, B: Element, R>(
     op: &'static str,
-    dst: &Storage<A>,
-    src: &Storage<B>,
-    f: impl FnOnce(&mut [A], &[B]) -> R,
+    a: &Storage<A>,
+    b: &Storage<B>,
+    f: impl FnOnce(&[A], &[B]) -> R,
 ) -> Result<R> {
-    with_write_read_buffers(dst, src, |d, s| Ok(f(d.cpu_mut(op)?, s.cpu(op)?)))
+    with_read_buffers2(a, b, |ba, bb| Ok(f(ba.cpu(op)?, bb.cpu(op)?)))
 }
 
-/// [`with_write_read`] on the buffers of any device: `f` gets the destination's and the
-/// source's [`Buffer`].
+/// Runs `f` with exclusive access to `dst`'s buffer and shared access to `src`'s, which must
+/// be a different storage (in-place ops copy an aliasing source first), locking in global
+/// order.
 pub(crate) fn with_write_read_buffers<A: Element, B: Element, R>(
     dst: &Storage<A>,
     src: &Storage<B>,

@@ -3,6 +3,7 @@
 //! `f16`/`bf16` ↔ `f32` and a plain copy when the types are the same.
 
 use crate::dtype::{DType, Element};
+use crate::layout::Layout;
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use std::any::TypeId;
@@ -213,6 +214,29 @@ fn f32_to_bf16_plain(src: &[f32], dst: &mut [bf16]) {
         let is_nan = (x & 0x7FFF_FFFF) > 0x7F80_0000;
         *d = bf16::from_bits(if is_nan { nan } else { rounded });
     }
+}
+
+/// `v` converted to `E`: the same buffer when `T` is `E`, else a converted copy.
+pub(crate) fn vec_into<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<E>() {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        // SAFETY: `T` and `E` are the same type, so pointer, length and capacity describe a
+        // valid `Vec<E>`; the original is not dropped.
+        return unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<E>(), v.len(), v.capacity()) };
+    }
+    let n = v.len();
+    let layout = Layout::contiguous(&[n]).expect("a vector's length fits a layout");
+    super::pointwise::build([&layout, &layout], |out, st, _| {
+        super::pointwise::unary::<T, T, T, E>(
+            out,
+            &v,
+            st[1],
+            1,
+            &|x| x,
+            super::vmath::Isa::Baseline,
+            false,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 
 pub(crate) mod convert;
 mod copy;
+mod elementwise;
 mod half_lines;
+mod instances;
 mod matmul;
 pub(crate) mod parallel;
 pub(crate) mod pointwise;
@@ -16,6 +18,7 @@ mod transpose;
 pub(crate) mod vmath;
 
 pub(crate) use copy::{copy_cast, fill_strided, full, gather_to_vec, map_to_vec};
+pub(crate) use instances::Cpu;
 pub(crate) use matmul::{Batched, matmul};
 pub(crate) use select::{cat, gather, index_select};
 pub(crate) use shape::{flip_to_vec, mask_triangle};

@@ -10,7 +10,7 @@
 
 use super::copy::{cast, same_device};
 use super::error::driver;
-use super::kernels::{BinaryOp, CompareOp, Kernel, ReduceOp, UnaryOp};
+use super::kernels::{BinaryOp, CompareOp, Kernel, ReduceOp, Supports, UnaryOp};
 use super::launch::{elementwise_config, kernel_layouts, rows_config};
 use super::storage::CudaBuffer;
 use crate::dtype::DType;

@@ -7,6 +7,7 @@
 //! kernels a program uses are ever compiled. The element types are spelled by
 //! [`type_name`] on both sides (`f32`, `bf16`, `bool`, …).
 
+pub(crate) use crate::backend::op::{BinaryOp, CompareOp, UnaryOp};
 use crate::dtype::DType;
 
 /// Definitions shared by every kernel file: element types, conversions, layouts.
@@ -111,96 +112,23 @@ macro_rules! op_enum {
     };
 }
 
-op_enum!(
-    /// Elementwise unary operations (`unary.cu`).
-    UnaryOp {
-        /// `-x` (integers wrap).
-        Neg => "neg",
-        /// `|x|` (integers wrap at the minimum).
-        Abs => "abs",
-        /// `max(x, 0)`; NaN stays NaN.
-        Relu => "relu",
-        /// `x * x` (integers wrap).
-        Square => "square",
-        /// -1, 0 or 1 (0 for NaN).
-        Sign => "sign",
-        /// `e^x`.
-        Exp => "exp",
-        /// Natural logarithm.
-        Log => "log",
-        /// Square root.
-        Sqrt => "sqrt",
-        /// `1 / sqrt(x)`.
-        Rsqrt => "rsqrt",
-        /// Sine.
-        Sin => "sin",
-        /// Cosine.
-        Cos => "cos",
-        /// Tangent.
-        Tan => "tan",
-        /// Hyperbolic tangent.
-        Tanh => "tanh",
-        /// Error function.
-        Erf => "erf",
-        /// `ln(1 + x)`.
-        Log1p => "log1p",
-        /// `e^x - 1`.
-        Expm1 => "expm1",
-        /// Round down.
-        Floor => "floor",
-        /// Round up.
-        Ceil => "ceil",
-        /// Round to nearest, halves to even (PyTorch's `round`).
-        Round => "round",
-        /// Round toward zero.
-        Trunc => "trunc",
-        /// `1 / x`.
-        Recip => "recip",
-        /// `1 / (1 + e^-x)`.
-        Sigmoid => "sigmoid",
-        /// `x/2 (1 + erf(x / √2))`.
-        Gelu => "gelu",
-        /// `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
-        GeluTanh => "gelu_tanh",
-        /// `x · sigmoid(x)`.
-        Silu => "silu",
-    }
-);
+/// Which dtypes a kernel family is instantiated for.
+pub(crate) trait Supports {
+    /// Whether the operation has a kernel for `dtype`.
+    fn supports(self, dtype: DType) -> bool;
+}
 
-impl UnaryOp {
-    /// Whether the operation is defined for `dtype` (integer types get only the exact ones).
-    pub(crate) fn supports(self, dtype: DType) -> bool {
-        use UnaryOp::*;
-        match self {
-            Neg | Abs | Relu | Square | Sign => numeric(dtype),
-            _ => dtype.is_float(),
-        }
+impl Supports for UnaryOp {
+    /// Integer types get only the exact operations; `bool` none.
+    fn supports(self, dtype: DType) -> bool {
+        numeric(dtype) && (!self.is_float_only() || dtype.is_float())
     }
 }
 
-op_enum!(
-    /// Elementwise binary operations with a result of the operands' type (`binary.cu`).
-    BinaryOp {
-        /// `a + b` (integers wrap).
-        Add => "add",
-        /// `a - b` (integers wrap).
-        Sub => "sub",
-        /// `a * b` (integers wrap).
-        Mul => "mul",
-        /// `a / b` (floats only).
-        Div => "div",
-        /// `a ^ b` (floats only).
-        Pow => "pow",
-        /// The larger operand; NaN propagates.
-        Maximum => "maximum",
-        /// The smaller operand; NaN propagates.
-        Minimum => "minimum",
-    }
-);
-
-impl BinaryOp {
-    /// Whether the operation is defined for `dtype`.
-    pub(crate) fn supports(self, dtype: DType) -> bool {
+impl Supports for BinaryOp {
+    /// `div` and `pow` for floats only (integer ones are computed in a float type by the ops
+    /// layer); none for `bool` (the backend computes `bool` arithmetic on bytes).
+    fn supports(self, dtype: DType) -> bool {
         match self {
             BinaryOp::Div | BinaryOp::Pow => dtype.is_float(),
             _ => numeric(dtype),
@@ -208,23 +136,12 @@ impl BinaryOp {
     }
 }
 
-op_enum!(
-    /// Elementwise comparisons with a `bool` result (`binary.cu`); defined for every dtype.
-    CompareOp {
-        /// `a == b`.
-        Eq => "eq",
-        /// `a != b`.
-        Ne => "ne",
-        /// `a < b`.
-        Lt => "lt",
-        /// `a <= b`.
-        Le => "le",
-        /// `a > b`.
-        Gt => "gt",
-        /// `a >= b`.
-        Ge => "ge",
+impl Supports for CompareOp {
+    /// Every dtype.
+    fn supports(self, _dtype: DType) -> bool {
+        true
     }
-);
+}
 
 op_enum!(
     /// Reductions over one dim (`reduce.cu`).
@@ -383,7 +300,9 @@ pub(crate) fn all_kernels() -> Vec<Kernel> {
             }
         }
         for &op in CompareOp::ALL {
-            all.push(Kernel::compare(op, s));
+            if op.supports(s) {
+                all.push(Kernel::compare(op, s));
+            }
         }
         for &op in ReduceOp::ALL {
             if op.supports(s) {

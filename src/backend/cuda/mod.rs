@@ -9,7 +9,8 @@
 //! | `launch.rs` | kernel layouts, launch configurations, scalar arguments |
 //! | `storage.rs` | the device allocation behind a [`Storage`](crate::Storage) |
 //! | `copy.rs` | gather/cast, strided copy, fill (the core operations) |
-//! | `compute.rs` | unary, binary, comparison, reduction and softmax kernels (called by `ops/cuda.rs`, which maps the tensor operations onto them) |
+//! | `backend.rs` | the [`Backend`](crate::backend::Backend) methods, built on the kernels below |
+//! | `compute.rs` | unary, binary, comparison, reduction and softmax kernels |
 //! | `blas.rs` | matrix products through cuBLAS |
 //! | `kernels/select.cu` (via `compute.rs`) | `where`/`masked_fill`/`tril` select, `index_select`/`gather` reads (indices range-checked on the device before launch), `cumsum`/`cumprod` scans (one thread per lane) |
 //! | `error.rs` | driver/NVRTC/cuBLAS codes as [`ErrorKind::Device`](crate::ErrorKind) errors |
@@ -37,6 +38,7 @@
 //! the sources; without it that test skips too. The f16/bf16 conversions of the kernels are
 //! also compiled for the host with `c++` and compared with the `half` crate bit for bit.
 
+pub(crate) mod backend;
 pub(crate) mod blas;
 pub(crate) mod compute;
 pub(crate) mod copy;
@@ -49,6 +51,7 @@ pub(crate) mod storage;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use backend::Cuda;
 pub(crate) use storage::CudaBuffer;
 
 /// Whether every byte of `value` is zero (such fills are a memset, no kernel).

@@ -8,11 +8,29 @@
 NT_HD float nt_pow(float a, float b) { return powf(a, b); }
 NT_HD double nt_pow(double a, double b) { return pow(a, b); }
 
+// C's fmod (the sign of the dividend); an integer zero divisor gives 0 (the host refuses
+// it first) and MIN % -1 gives 0 instead of trapping.
+template <typename C> NT_HD C nt_fmod(C a, C b) {
+    if (b == (C)0) return (C)0;
+    if ((C)-1 < (C)0 && b == (C)-1) return (C)0;
+    return a % b;
+}
+NT_HD float nt_fmod(float a, float b) { return fmodf(a, b); }
+NT_HD double nt_fmod(double a, double b) { return fmod(a, b); }
+// Python's remainder: the sign of the divisor.
+template <typename C> NT_HD C nt_remainder(C a, C b) {
+    C r = nt_fmod(a, b);
+    if (r != (C)0 && ((r < (C)0) != (b < (C)0))) r += b;
+    return r;
+}
+
 struct nt_op_add { template <typename C> NT_HD C operator()(C a, C b) const { return nt_wrap_add(a, b); } };
 struct nt_op_sub { template <typename C> NT_HD C operator()(C a, C b) const { return nt_wrap_sub(a, b); } };
 struct nt_op_mul { template <typename C> NT_HD C operator()(C a, C b) const { return nt_wrap_mul(a, b); } };
 struct nt_op_div { template <typename C> NT_HD C operator()(C a, C b) const { return a / b; } };  // floats only
 struct nt_op_pow { template <typename C> NT_HD C operator()(C a, C b) const { return nt_pow(a, b); } };  // floats only
+struct nt_op_remainder { template <typename C> NT_HD C operator()(C a, C b) const { return nt_remainder(a, b); } };
+struct nt_op_fmod { template <typename C> NT_HD C operator()(C a, C b) const { return nt_fmod(a, b); } };
 struct nt_op_maximum {
     template <typename C> NT_HD C operator()(C a, C b) const {
         if (a != a) return a;
@@ -34,6 +52,10 @@ struct nt_op_lt { template <typename C> NT_HD bool operator()(C a, C b) const { 
 struct nt_op_le { template <typename C> NT_HD bool operator()(C a, C b) const { return a <= b; } };
 struct nt_op_gt { template <typename C> NT_HD bool operator()(C a, C b) const { return a > b; } };
 struct nt_op_ge { template <typename C> NT_HD bool operator()(C a, C b) const { return a >= b; } };
+// Truth values: non-zero (NaN included) is true.
+struct nt_op_logical_and { template <typename C> NT_HD bool operator()(C a, C b) const { return (a != (C)0) && (b != (C)0); } };
+struct nt_op_logical_or { template <typename C> NT_HD bool operator()(C a, C b) const { return (a != (C)0) || (b != (C)0); } };
+struct nt_op_logical_xor { template <typename C> NT_HD bool operator()(C a, C b) const { return (a != (C)0) != (b != (C)0); } };
 
 template <typename T, typename Op>
 __device__ void nt_binary_impl(T* out, const T* a, NtLayout la, const T* b, NtLayout lb, nt_u64 n) {

@@ -1,0 +1,361 @@
+//! The CUDA backend: the [`Backend`] methods on [`CudaBuffer`]s, built on the kernels of
+//! `compute.rs` and `copy.rs`.
+//!
+//! # Types
+//! A kernel computes `f16`/`bf16` in `f32` and rounds once on store, like the CPU's compute
+//! types, and runs on operands of one dtype: operands of two types are converted on the
+//! device to the type the CPU computes in ([`kernel_dtype`]) first, before a broadcast one is
+//! expanded, so it is never materialised at the output's size.
+//!
+//! # In-place writes
+//! An in-place method computes into a new buffer and copies it back through the destination,
+//! which the caller guarantees has no two indices on one element, so the result is the one a
+//! write in any order would give (the rule the CPU follows too).
+//!
+//! # Locks and contexts
+//! The caller (`storage::dispatch`) holds the locks of every storage for the whole call.
+//! Kernels are queued on the device's single stream while they are held, so they run in the
+//! order the locks were granted. Allocation, kernel loading and launches make the device's
+//! primary context current on the calling thread first (`device.rs`).
+
+use super::copy;
+use super::kernels::Supports;
+use super::{CudaBuffer, compute};
+use crate::backend::Backend;
+use crate::backend::op::{BinaryOp, CompareOp, TestOp, UnaryOp, constant_test};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::Layout;
+
+/// The CUDA devices' backend.
+pub(crate) struct Cuda;
+
+/// The type the CPU computes `dtype` in (`f16`/`bf16` in `f32`).
+pub(crate) fn compute_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    }
+}
+
+/// The dtype a binary kernel runs in for operands `a`, `b`, computed in `t` (the CPU's compute
+/// type) and stored as `o`: the operands' own type or the result's where the kernel computes
+/// that in `t` (no conversion, one rounding), else `t` itself.
+pub(crate) fn kernel_dtype(a: DType, b: DType, t: DType, o: DType) -> DType {
+    if a == b && compute_dtype(a) == t {
+        a
+    } else if compute_dtype(o) == t {
+        o
+    } else {
+        t
+    }
+}
+
+/// `buf` (contiguous, `shape`) converted to `dtype` on the device if it is of another.
+pub(crate) fn converted(
+    op: &'static str,
+    buf: CudaBuffer,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<CudaBuffer> {
+    if buf.dtype() == dtype {
+        Ok(buf)
+    } else {
+        copy::cast(op, &buf, &Layout::contiguous(shape)?, dtype)
+    }
+}
+
+/// `(buf, layout)` as dtype `k`: the buffer itself when it has dtype `k`, else a converted
+/// contiguous copy of the view kept in `slot`, with the view's layout redone over it.
+pub(crate) fn operand<'a>(
+    op: &'static str,
+    buf: &'a CudaBuffer,
+    layout: &Layout,
+    k: DType,
+    slot: &'a mut Option<CudaBuffer>,
+) -> Result<(&'a CudaBuffer, Layout)> {
+    if buf.dtype() == k {
+        return Ok((buf, layout.clone()));
+    }
+    // A broadcast view is converted at its own size (its stride-0 dims gathered once).
+    let (sizes, strides): (Vec<usize>, Vec<usize>) = layout
+        .sizes()
+        .iter()
+        .zip(layout.strides())
+        .map(|(&size, &stride)| if stride == 0 { (1, 0) } else { (size, stride) })
+        .unzip();
+    let compact = Layout::new(&sizes, &strides, layout.offset())?;
+    let c = copy::cast(op, buf, &compact, k)?;
+    let back = Layout::contiguous(&sizes)?.expand(
+        &layout
+            .sizes()
+            .iter()
+            .map(|&s| s as isize)
+            .collect::<Vec<_>>(),
+    )?;
+    Ok((&*slot.insert(c), back))
+}
+
+/// A one-element buffer holding `v` converted to `dtype`, on `like`'s device.
+pub(crate) fn scalar_buf(
+    op: &'static str,
+    like: &CudaBuffer,
+    dtype: DType,
+    v: f64,
+) -> Result<CudaBuffer> {
+    let dev = like.cuda_device();
+    match dtype {
+        DType::Bool => CudaBuffer::from_host(op, dev, &[bool::from_f64(v)]),
+        DType::U8 => CudaBuffer::from_host(op, dev, &[u8::from_f64(v)]),
+        DType::I8 => CudaBuffer::from_host(op, dev, &[i8::from_f64(v)]),
+        DType::I16 => CudaBuffer::from_host(op, dev, &[i16::from_f64(v)]),
+        DType::I32 => CudaBuffer::from_host(op, dev, &[i32::from_f64(v)]),
+        DType::I64 => CudaBuffer::from_host(op, dev, &[i64::from_f64(v)]),
+        DType::F16 => CudaBuffer::from_host(op, dev, &[half::f16::from_f64(v)]),
+        DType::BF16 => CudaBuffer::from_host(op, dev, &[half::bf16::from_f64(v)]),
+        DType::F32 => CudaBuffer::from_host(op, dev, &[v as f32]),
+        DType::F64 => CudaBuffer::from_host(op, dev, &[v]),
+    }
+}
+
+/// The layout of a one-element buffer broadcast to `shape`.
+pub(crate) fn scalar_layout(shape: &[usize]) -> Result<Layout> {
+    let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+    Layout::contiguous(&[])?.expand(&sizes)
+}
+
+/// `cop(x, s)` for the view `(x, l)` and a scalar `s` in its dtype.
+pub(crate) fn compare_scalar(
+    op: &'static str,
+    cop: CompareOp,
+    x: &CudaBuffer,
+    l: &Layout,
+    s: f64,
+) -> Result<CudaBuffer> {
+    let sb = scalar_buf(op, x, x.dtype(), s)?;
+    compute::compare(op, cop, x, l, &sb, &scalar_layout(l.sizes())?)
+}
+
+/// `bop(a, s)` with the scalar `s` (in `a`'s dtype) broadcast to `a`'s contiguous `shape`.
+pub(crate) fn binary_scalar(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &CudaBuffer,
+    shape: &[usize],
+    s: f64,
+) -> Result<CudaBuffer> {
+    let sb = scalar_buf(op, a, a.dtype(), s)?;
+    compute::binary(
+        op,
+        bop,
+        a,
+        &Layout::contiguous(shape)?,
+        &sb,
+        &scalar_layout(shape)?,
+    )
+}
+
+/// `bop(a, b)` elementwise (both at the output's sizes), computed as the CPU does in the
+/// compute type `t` and stored as `o`: a new contiguous buffer of dtype `o`.
+#[allow(clippy::too_many_arguments)]
+fn binary_bufs(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &CudaBuffer,
+    la: &Layout,
+    b: &CudaBuffer,
+    lb: &Layout,
+    t: DType,
+    o: DType,
+) -> Result<CudaBuffer> {
+    if o == DType::Bool {
+        return bool_binary(op, bop, a, la, b, lb);
+    }
+    let k = kernel_dtype(a.dtype(), b.dtype(), t, o);
+    let (mut sa, mut sb) = (None, None);
+    let (a, la) = operand(op, a, la, k, &mut sa)?;
+    let (b, lb) = operand(op, b, lb, k, &mut sb)?;
+    let r = compute::binary(op, bop, a, &la, b, &lb)?;
+    converted(op, r, la.sizes(), o)
+}
+
+/// `bop` on `bool` operands: `add`/`maximum` are `or`, `mul`/`minimum` are `and`, computed as
+/// the maximum or minimum of bytes.
+fn bool_binary(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &CudaBuffer,
+    la: &Layout,
+    b: &CudaBuffer,
+    lb: &Layout,
+) -> Result<CudaBuffer> {
+    let byte_op = match bop {
+        BinaryOp::Add | BinaryOp::Maximum => BinaryOp::Maximum,
+        BinaryOp::Mul | BinaryOp::Minimum => BinaryOp::Minimum,
+        _ => {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                op,
+                format!("{} is not supported for bool tensors", bop.name()),
+            ));
+        }
+    };
+    let (mut sa, mut sb) = (None, None);
+    let (a, la) = operand(op, a, la, DType::U8, &mut sa)?;
+    let (b, lb) = operand(op, b, lb, DType::U8, &mut sb)?;
+    let r = compute::binary(op, byte_op, a, &la, b, &lb)?;
+    converted(op, r, la.sizes(), DType::Bool)
+}
+
+/// Writes the contiguous `result` back through `dst` over `buf`.
+fn write_back(
+    op: &'static str,
+    buf: &mut CudaBuffer,
+    dst: &Layout,
+    result: &CudaBuffer,
+) -> Result<()> {
+    copy::copy(op, buf, dst, result, &Layout::contiguous(dst.sizes())?)
+}
+
+impl Backend for Cuda {
+    type Buffer<E: Element> = CudaBuffer;
+
+    fn cast<E: Element, F: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+    ) -> Result<CudaBuffer> {
+        copy::cast(op, src, layout, F::DTYPE)
+    }
+
+    fn fill_<E: Element>(
+        op: &'static str,
+        buf: &mut CudaBuffer,
+        dst: &Layout,
+        value: E,
+    ) -> Result<()> {
+        copy::fill(op, buf, dst, value)
+    }
+
+    fn copy_<E: Element, F: Element>(
+        op: &'static str,
+        buf: &mut CudaBuffer,
+        dst: &Layout,
+        src: &CudaBuffer,
+        src_layout: &Layout,
+    ) -> Result<()> {
+        copy::copy(op, buf, dst, src, src_layout)
+    }
+
+    fn unary<E: Element>(
+        op: &'static str,
+        uop: UnaryOp,
+        src: &CudaBuffer,
+        layout: &Layout,
+    ) -> Result<CudaBuffer> {
+        compute::unary(op, uop, src, layout)
+    }
+
+    fn unary_<E: Element>(
+        op: &'static str,
+        uop: UnaryOp,
+        buf: &mut CudaBuffer,
+        dst: &Layout,
+    ) -> Result<()> {
+        let r = compute::unary(op, uop, buf, dst)?;
+        write_back(op, buf, dst, &r)
+    }
+
+    fn test<E: Element>(
+        op: &'static str,
+        top: TestOp,
+        src: &CudaBuffer,
+        layout: &Layout,
+    ) -> Result<CudaBuffer> {
+        if let Some(v) = constant_test::<E>(top) {
+            let one = scalar_buf(op, src, DType::Bool, v as u8 as f64)?;
+            return copy::cast(op, &one, &scalar_layout(layout.sizes())?, DType::Bool);
+        }
+        match top {
+            TestOp::Nan => compute::compare(op, CompareOp::Ne, src, layout, src, layout),
+            TestOp::Zero => compare_scalar(op, CompareOp::Eq, src, layout, 0.0),
+            // |x| == inf is infinite; |x| < inf is finite (false for NaN).
+            TestOp::Inf | TestOp::Finite => {
+                let abs = compute::unary(op, UnaryOp::Abs, src, layout)?;
+                let cop = if top == TestOp::Inf {
+                    CompareOp::Eq
+                } else {
+                    CompareOp::Lt
+                };
+                let whole = Layout::contiguous(layout.sizes())?;
+                compare_scalar(op, cop, &abs, &whole, f64::INFINITY)
+            }
+        }
+    }
+
+    fn binary<A: Element, B: Element, O: Element>(
+        op: &'static str,
+        bop: BinaryOp,
+        a: &CudaBuffer,
+        la: &Layout,
+        b: &CudaBuffer,
+        lb: &Layout,
+    ) -> Result<CudaBuffer> {
+        binary_bufs(op, bop, a, la, b, lb, compute_dtype(O::DTYPE), O::DTYPE)
+    }
+
+    fn binary_<E: Element, B: Element>(
+        op: &'static str,
+        bop: BinaryOp,
+        buf: &mut CudaBuffer,
+        dst: &Layout,
+        src: &CudaBuffer,
+        src_layout: &Layout,
+    ) -> Result<()> {
+        let (t, o) = (compute_dtype(E::DTYPE), E::DTYPE);
+        let r = binary_bufs(op, bop, buf, dst, src, src_layout, t, o)?;
+        write_back(op, buf, dst, &r)
+    }
+
+    fn compare<A: Element, B: Element, P: Element>(
+        op: &'static str,
+        cop: CompareOp,
+        a: &CudaBuffer,
+        la: &Layout,
+        b: &CudaBuffer,
+        lb: &Layout,
+    ) -> Result<CudaBuffer> {
+        let k = kernel_dtype(A::DTYPE, B::DTYPE, compute_dtype(P::DTYPE), DType::Bool);
+        let (mut sa, mut sb) = (None, None);
+        let (a, la) = operand(op, a, la, k, &mut sa)?;
+        let (b, lb) = operand(op, b, lb, k, &mut sb)?;
+        debug_assert!(cop.supports(k));
+        compute::compare(op, cop, a, &la, b, &lb)
+    }
+
+    fn where_<E: Element>(
+        op: &'static str,
+        cond: &CudaBuffer,
+        lc: &Layout,
+        a: &CudaBuffer,
+        la: &Layout,
+        b: &CudaBuffer,
+        lb: &Layout,
+    ) -> Result<CudaBuffer> {
+        compute::where_(op, cond, lc, a, la, b, lb)
+    }
+
+    fn masked_fill_<E: Element>(
+        op: &'static str,
+        buf: &mut CudaBuffer,
+        dst: &Layout,
+        mask: &CudaBuffer,
+        mask_layout: &Layout,
+        value: E,
+    ) -> Result<()> {
+        let v = CudaBuffer::from_host(op, buf.cuda_device(), &[value])?;
+        let lv = scalar_layout(dst.sizes())?;
+        let r = compute::where_(op, mask, mask_layout, &v, &lv, buf, dst)?;
+        write_back(op, buf, dst, &r)
+    }
+}
