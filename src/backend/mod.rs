@@ -19,7 +19,7 @@
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::Layout;
-use op::{BinaryOp, CompareOp, TestOp, UnaryOp};
+use op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -147,4 +147,28 @@ pub(crate) trait Backend {
         mask_layout: &Layout,
         value: E,
     ) -> Result<()>;
+
+    // ---- reductions ----
+
+    /// `src` seen through `layout` reduced by `rop` over the dims where `mask` is true, one
+    /// value per kept position in row-major order. `O` is the operation's result type: the
+    /// sum type for `sum`/`prod`, the compute type for `mean`, `E` for `max`/`min`, `bool`
+    /// for `any`/`all`. The caller refuses `max`/`min` over no element.
+    fn reduce<E: Element, O: Element>(
+        op: &'static str,
+        rop: ReduceOp,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        mask: &[bool],
+    ) -> Result<Self::Buffer<O>>;
+
+    /// The maximum (`max`) or minimum along `dim` (of size > 0) and the index of its first
+    /// occurrence (of the first NaN, if any), one pair per kept position.
+    fn arg_reduce<E: Element>(
+        op: &'static str,
+        max: bool,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        dim: usize,
+    ) -> Result<(Self::Buffer<E>, Self::Buffer<i64>)>;
 }

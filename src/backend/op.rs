@@ -228,6 +228,64 @@ binary_ops! {
     LogicalXor "logical_xor" any |x, y| !x.is_zero() ^ !y.is_zero();
 }
 
+/// A reduction over some dims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ReduceOp {
+    /// Sum (integers and bool sum to `i64`).
+    Sum,
+    /// Product (integers and bool multiply to `i64`).
+    Prod,
+    /// Arithmetic mean, in the compute type (NaN for no element).
+    Mean,
+    /// Maximum; NaN propagates.
+    Max,
+    /// Minimum; NaN propagates.
+    Min,
+    /// Index (`i64`) of the first maximum (of the first NaN if any), along one dim (the CUDA
+    /// kernel behind `Backend::arg_reduce`).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    ArgMax,
+    /// Index (`i64`) of the first minimum (of the first NaN if any), along one dim.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    ArgMin,
+    /// Whether any element is non-zero.
+    Any,
+    /// Whether every element is non-zero.
+    All,
+}
+
+impl ReduceOp {
+    /// Every operation.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) const ALL: &'static [ReduceOp] = &[
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Mean,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Any,
+        ReduceOp::All,
+    ];
+
+    /// The operation's name, as its kernel is spelled (`nt_red_<name>`).
+    #[cfg_attr(not(any(test, feature = "cuda")), allow(dead_code))]
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+            ReduceOp::Any => "any",
+            ReduceOp::All => "all",
+        }
+    }
+}
+
 /// A pointwise test with a `bool` result: whether the value is …
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum TestOp {
@@ -291,6 +349,7 @@ mod tests {
         let mut names: Vec<&str> = UnaryOp::ALL.iter().map(|u| u.name()).collect();
         names.extend(BinaryOp::ALL.iter().map(|b| b.name()));
         names.extend(CompareOp::ALL.iter().map(|c| c.name()));
+        names.extend(ReduceOp::ALL.iter().map(|r| r.name()));
         for n in &names {
             assert!(
                 n.chars()

@@ -76,12 +76,11 @@ macro_rules! on_cuda {
 pub(crate) use on_cuda;
 
 use crate::backend::cpu::pointwise;
-use crate::backend::cpu::reduce::{Fold, reduce};
 use crate::backend::cpu::vmath::Isa;
 use crate::backend::device::Device;
-use crate::backend::op::{BinaryOp, CompareOp, TestOp, UnaryOp};
+use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::Element;
-use crate::dtype::{Kernel, Native};
+use crate::dtype::Kernel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes};
 use crate::storage::dispatch;
@@ -328,22 +327,29 @@ pub(crate) fn binary_<E: Element, B: Element, P: Element>(
 
 /// Whether any element of `t` is zero.
 pub(crate) fn any_zero<E: Element>(op: &'static str, t: &DynTensor<E>) -> Result<bool> {
-    on_cuda!([t], cuda::any_zero(op, t));
-    let guard = t.storage().read();
-    let src = guard.cpu(op)?;
-    let all = vec![true; t.dim()];
-    let r = reduce::<E, C<E>, bool, bool, _, _>(
-        src,
-        t.layout(),
-        &all,
-        Fold {
-            identity: false,
-            map: |x: C<E>| x.is_zero(),
-            combine: |a: bool, b: bool| a | b,
-        },
-        |a| a,
+    let zeros = test(op, TestOp::Zero, t)?;
+    let all = vec![true; zeros.dim()];
+    let any =
+        dispatch::reduce::<bool, bool>(op, ReduceOp::Any, zeros.storage(), zeros.layout(), &all)?;
+    DynTensor::<bool>::from_contiguous_buffer(any, &[])?.try_item()
+}
+
+/// `cond ? a : b` elementwise for operands of one type, broadcasting all three.
+pub(crate) fn select<E: Element>(
+    op: &'static str,
+    cond: &DynTensor<bool>,
+    a: &DynTensor<E>,
+    b: &DynTensor<E>,
+) -> Result<DynTensor<E>> {
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let shape = broadcast_shapes(op, cond.shape(), &shape)?;
+    let lc = expand_layout(cond.layout(), &shape)?;
+    let (la, lb) = (
+        expand_layout(a.layout(), &shape)?,
+        expand_layout(b.layout(), &shape)?,
     );
-    Ok(r[0])
+    let buf = dispatch::where_(op, cond.storage(), &lc, a.storage(), &la, b.storage(), &lb)?;
+    DynTensor::from_contiguous_buffer(buf, &shape)
 }
 
 /// An error for an operation that PyTorch does not define on `bool` tensors.

@@ -19,17 +19,13 @@
 //! accumulators and the leaf sums are combined pairwise, so the error is about
 //! `(32 + 5 + log2(n / 1024)) ε Σ|x|` instead of `n ε Σ|x|` for a plain loop.
 
-#[cfg(feature = "cuda")]
-use super::cuda;
-use super::{C, binary, on_cuda, unary};
-use crate::backend::cpu::reduce::{Fold, arg_reduce, reduce};
-#[cfg(feature = "cuda")]
-use crate::backend::cuda::kernels::ReduceOp;
-use crate::backend::op::{BinaryOp, UnaryOp};
+use super::{C, binary, unary};
+use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::{Element, Float};
-use crate::dtype::{Kernel, Native, NativeFloat, cast};
+use crate::dtype::{Kernel, Native, NativeFloat};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::normalize_dim;
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
 /// The sum type of `E` (see [`SumOutput`](crate::SumOutput)).
@@ -80,61 +76,17 @@ fn reduced_count(shape: &[usize], mask: &[bool]) -> usize {
         .product()
 }
 
-/// Folds `t` over the dims in `mask`.
-fn fold_tensor<E, T, A, O, M, Cb>(
+/// `t` reduced by `rop` over `mask`, as `O` (the operation's result type, see
+/// [`Backend::reduce`](crate::backend::Backend)).
+fn reduce_to<E: Element, O: Element>(
     op: &'static str,
+    rop: ReduceOp,
     t: &DynTensor<E>,
     mask: &[bool],
     keepdim: bool,
-    fold: Fold<A, M, Cb>,
-    finish: impl Fn(A) -> O + Sync,
-) -> Result<DynTensor<O>>
-where
-    E: Element,
-    T: Element,
-    A: Copy + Send + Sync,
-    O: Element,
-    M: Fn(T) -> A + Sync,
-    Cb: Fn(A, A) -> A + Sync,
-{
-    let guard = t.storage().read();
-    let src = guard.cpu(op)?;
-    let data = reduce::<E, T, A, O, M, Cb>(src, t.layout(), mask, fold, finish);
-    DynTensor::from_contiguous_vec(data, &reduced_shape(t.shape(), mask, keepdim))
-}
-
-/// The sum type's compute type of `E`: the accumulator of sums and products.
-type Acc<E> = C<Sum<E>>;
-
-/// A sum or product (`identity` and `combine`) accumulated in [`Acc`], stored as the sum type.
-fn sum_impl<E: Element>(
-    op: &'static str,
-    t: &DynTensor<E>,
-    mask: &[bool],
-    keepdim: bool,
-    identity: Acc<E>,
-    combine: impl Fn(Acc<E>, Acc<E>) -> Acc<E> + Sync,
-) -> Result<DynTensor<Sum<E>>> {
-    on_cuda!([t], {
-        let rop = if op == "prod" {
-            ReduceOp::Prod
-        } else {
-            ReduceOp::Sum
-        };
-        cuda::reduce::<E, Sum<E>>(op, rop, t, mask, keepdim)
-    });
-    fold_tensor::<E, C<E>, Acc<E>, Sum<E>, _, _>(
-        op,
-        t,
-        mask,
-        keepdim,
-        Fold {
-            identity,
-            map: |x: C<E>| cast::<C<E>, Acc<E>>(x),
-            combine,
-        },
-        cast::<Acc<E>, Sum<E>>,
-    )
+) -> Result<DynTensor<O>> {
+    let buf = dispatch::reduce::<E, O>(op, rop, t.storage(), t.layout(), mask)?;
+    DynTensor::from_contiguous_buffer(buf, &reduced_shape(t.shape(), mask, keepdim))
 }
 
 fn empty_error(op: &'static str, shape: &[usize]) -> Error {
@@ -148,6 +100,7 @@ fn empty_error(op: &'static str, shape: &[usize]) -> Error {
     )
 }
 
+/// The maximum (`max`) or minimum over `mask`; an error over no element.
 fn extreme<E: Element>(
     op: &'static str,
     t: &DynTensor<E>,
@@ -158,81 +111,8 @@ fn extreme<E: Element>(
     if reduced_count(t.shape(), mask) == 0 {
         return Err(empty_error(op, t.shape()));
     }
-    on_cuda!([t], {
-        let rop = if max { ReduceOp::Max } else { ReduceOp::Min };
-        cuda::reduce::<E, E>(op, rop, t, mask, keepdim)
-    });
-    // Two monomorphic folds (closures, not function pointers), so that the inner loop has no
-    // branch and no indirect call.
-    if max {
-        fold_as(
-            op,
-            t,
-            mask,
-            keepdim,
-            <C<E> as Native>::LOWEST,
-            |x| x,
-            |a, b| a.nmax(b),
-        )
-    } else {
-        fold_as(
-            op,
-            t,
-            mask,
-            keepdim,
-            <C<E> as Native>::HIGHEST,
-            |x| x,
-            |a, b| a.nmin(b),
-        )
-    }
-}
-
-/// Folds `map`ped elements with `combine` in the compute type and stores the result as `E`.
-fn fold_as<E: Element>(
-    op: &'static str,
-    t: &DynTensor<E>,
-    mask: &[bool],
-    keepdim: bool,
-    identity: C<E>,
-    map: impl Fn(C<E>) -> C<E> + Sync,
-    combine: impl Fn(C<E>, C<E>) -> C<E> + Sync,
-) -> Result<DynTensor<E>> {
-    fold_with(op, t, mask, keepdim, identity, map, combine, |a| a)
-}
-
-/// [`fold_as`] with `finish` applied to each result before it is stored.
-#[allow(clippy::too_many_arguments)]
-fn fold_with<E: Element>(
-    op: &'static str,
-    t: &DynTensor<E>,
-    mask: &[bool],
-    keepdim: bool,
-    identity: C<E>,
-    map: impl Fn(C<E>) -> C<E> + Sync,
-    combine: impl Fn(C<E>, C<E>) -> C<E> + Sync,
-    finish: impl Fn(C<E>) -> C<E> + Sync,
-) -> Result<DynTensor<E>> {
-    fold_tensor::<E, C<E>, C<E>, E, _, _>(
-        op,
-        t,
-        mask,
-        keepdim,
-        Fold {
-            identity,
-            map,
-            combine,
-        },
-        move |a| cast::<C<E>, E>(finish(a)),
-    )
-}
-
-/// `x` beats `best` for argmax: larger, or the first NaN.
-fn beats_max<T: Native>(x: T, best: T) -> bool {
-    (x > best) || (x.is_nan() && !best.is_nan())
-}
-
-fn beats_min<T: Native>(x: T, best: T) -> bool {
-    (x < best) || (x.is_nan() && !best.is_nan())
+    let rop = if max { ReduceOp::Max } else { ReduceOp::Min };
+    reduce_to::<E, E>(op, rop, t, mask, keepdim)
 }
 
 fn arg_dim<E: Element>(
@@ -249,35 +129,13 @@ fn arg_dim<E: Element>(
     if t.shape()[d] == 0 {
         return Err(empty_error(op, t.shape()));
     }
-    on_cuda!([t], {
-        let mut mask = vec![false; t.dim()];
-        mask[d] = true;
-        let (value, index) = if max {
-            (ReduceOp::Max, ReduceOp::ArgMax)
-        } else {
-            (ReduceOp::Min, ReduceOp::ArgMin)
-        };
-        Ok((
-            cuda::reduce::<E, E>(op, value, t, &mask, keepdim)?,
-            cuda::reduce::<E, i64>(op, index, t, &mask, keepdim)?,
-        ))
-    });
-    let pairs = {
-        let guard = t.storage().read();
-        let src = guard.cpu(op)?;
-        if max {
-            arg_reduce::<E, C<E>>(src, t.layout(), d, beats_max)
-        } else {
-            arg_reduce::<E, C<E>>(src, t.layout(), d, beats_min)
-        }
-    };
+    let (values, indices) = dispatch::arg_reduce(op, max, t.storage(), t.layout(), d)?;
     let mut mask = vec![false; t.dim()];
     mask[d] = true;
     let shape = reduced_shape(t.shape(), &mask, keepdim);
-    let (values, indices): (Vec<E>, Vec<i64>) = pairs.into_iter().unzip();
     Ok((
-        DynTensor::from_contiguous_vec(values, &shape)?,
-        DynTensor::from_contiguous_vec(indices, &shape)?,
+        DynTensor::from_contiguous_buffer(values, &shape)?,
+        DynTensor::from_contiguous_buffer(indices, &shape)?,
     ))
 }
 
@@ -289,6 +147,7 @@ fn arg_all<E: Element>(op: &'static str, t: &DynTensor<E>, max: bool) -> Result<
     Ok(arg_dim(op, &flat, 0, false, max)?.1.squeeze())
 }
 
+/// Whether any (`any`) or every element over `mask` is non-zero.
 fn truth<E: Element>(
     op: &'static str,
     t: &DynTensor<E>,
@@ -296,35 +155,8 @@ fn truth<E: Element>(
     keepdim: bool,
     any: bool,
 ) -> Result<DynTensor<bool>> {
-    on_cuda!([t], cuda::truth(op, t, mask, keepdim, any));
-    let map = |x: C<E>| !x.is_zero();
-    if any {
-        fold_tensor::<E, C<E>, bool, bool, _, _>(
-            op,
-            t,
-            mask,
-            keepdim,
-            Fold {
-                identity: false,
-                map,
-                combine: |a: bool, b: bool| a | b,
-            },
-            |a| a,
-        )
-    } else {
-        fold_tensor::<E, C<E>, bool, bool, _, _>(
-            op,
-            t,
-            mask,
-            keepdim,
-            Fold {
-                identity: true,
-                map,
-                combine: |a: bool, b: bool| a & b,
-            },
-            |a| a,
-        )
-    }
+    let rop = if any { ReduceOp::Any } else { ReduceOp::All };
+    reduce_to::<E, bool>(op, rop, t, mask, keepdim)
 }
 
 macro_rules! dims_forms {
@@ -408,7 +240,7 @@ dims_forms! { Element, Sum<E>;
     /// ```
     sum_dims, try_sum_dims,
     |t, mask, keepdim| {
-        sum_impl("sum", t, &mask, keepdim, <Acc<E> as Element>::ZERO, |a, b| a.nadd(b))
+        reduce_to::<E, Sum<E>>("sum", ReduceOp::Sum, t, &mask, keepdim)
     }
 }
 
@@ -438,7 +270,7 @@ dims_forms! { Element, Sum<E>;
     /// ```
     prod_dims, try_prod_dims,
     |t, mask, keepdim| {
-        sum_impl("prod", t, &mask, keepdim, <Acc<E> as Element>::ONE, |a, b| a.nmul(b))
+        reduce_to::<E, Sum<E>>("prod", ReduceOp::Prod, t, &mask, keepdim)
     }
 }
 
@@ -562,23 +394,8 @@ fn mean_impl<E: Float, O: Element>(
     mask: &[bool],
     keepdim: bool,
 ) -> Result<DynTensor<O>> {
-    on_cuda!(
-        [t],
-        cuda::reduce::<E, O>(op, ReduceOp::Mean, t, mask, keepdim)
-    );
-    let n = <C<E> as NativeFloat>::c(reduced_count(t.shape(), mask) as f64);
-    fold_tensor::<E, C<E>, C<E>, O, _, _>(
-        op,
-        t,
-        mask,
-        keepdim,
-        Fold {
-            identity: <C<E> as Element>::ZERO,
-            map: |x: C<E>| x,
-            combine: |a: C<E>, b| a.nadd(b),
-        },
-        move |s| cast::<C<E>, O>(s.ndiv(n)),
-    )
+    let m = reduce_to::<E, C<E>>(op, ReduceOp::Mean, t, mask, keepdim)?;
+    super::converted::<C<E>, O>(&m)
 }
 
 /// `Σ uop(x - m)` over `mask` where `m` is a keepdim reduction of the same tensor, in the
@@ -595,18 +412,7 @@ fn centered_sum<E: Float>(
 }
 
 fn sum_c<T: Native>(op: &'static str, t: &DynTensor<T>, mask: &[bool]) -> Result<DynTensor<T>> {
-    fold_tensor::<T, T, T, T, _, _>(
-        op,
-        t,
-        mask,
-        true,
-        Fold {
-            identity: T::ZERO,
-            map: |x: T| x,
-            combine: |a: T, b| a.nadd(b),
-        },
-        |a| a,
-    )
+    reduce_to::<T, T>(op, ReduceOp::Sum, t, mask, true)
 }
 
 /// Drops the reduced dims of a keepdim result unless `keepdim`.
@@ -634,10 +440,6 @@ fn var_impl<E: Float>(
     sqrt: bool,
 ) -> Result<DynTensor<E>> {
     let op = if sqrt { "std" } else { "var" };
-    on_cuda!([t], {
-        let what = cuda::Composite::Var { correction, sqrt };
-        cuda::composite(op, t, mask, keepdim, what)
-    });
     let n = reduced_count(t.shape(), mask);
     let m = mean_impl::<E, C<E>>(op, t, mask, true)?;
     let ss = centered_sum(op, t, &m, mask, UnaryOp::Square)?;
@@ -649,7 +451,17 @@ fn var_impl<E: Float>(
     } else {
         v
     };
-    finish_shape(v.try_to_dtype::<E>()?, t.shape(), mask, keepdim)
+    finish_shape(super::converted::<C<E>, E>(&v)?, t.shape(), mask, keepdim)
+}
+
+/// A tensor of the kept dims' shape (with `keepdim`) holding `value`, on `t`'s device.
+fn filled<E: Element, T: Element>(
+    t: &DynTensor<E>,
+    mask: &[bool],
+    keepdim: bool,
+    value: T,
+) -> Result<DynTensor<T>> {
+    DynTensor::full_on(&reduced_shape(t.shape(), mask, keepdim), value, t.device())
 }
 
 fn logsumexp_impl<E: Float>(
@@ -658,29 +470,17 @@ fn logsumexp_impl<E: Float>(
     keepdim: bool,
 ) -> Result<DynTensor<E>> {
     let op = "logsumexp";
-    on_cuda!(
-        [t],
-        cuda::composite(op, t, mask, keepdim, cuda::Composite::LogSumExp)
-    );
-    let m = fold_tensor::<E, C<E>, C<E>, C<E>, _, _>(
-        op,
-        t,
-        mask,
-        true,
-        Fold {
-            identity: <C<E> as Native>::LOWEST,
-            map: |x: C<E>| x,
-            combine: |a: C<E>, b| a.nmax(b),
-        },
-        // An infinite (or empty, -inf) maximum is not subtracted, as PyTorch does.
-        |a: C<E>| {
-            if a.is_finite() {
-                a
-            } else {
-                <C<E> as Element>::ZERO
-            }
-        },
-    )?;
+    // The maximum is subtracted for range; an infinite maximum (or none, over no element) is
+    // not, as in PyTorch, so that `inf - inf` never makes a NaN.
+    let zero = <C<E> as Element>::ZERO;
+    let m = if reduced_count(t.shape(), mask) == 0 {
+        filled(t, mask, true, zero)?
+    } else {
+        let m = reduce_to::<E, E>(op, ReduceOp::Max, t, mask, true)?;
+        let m = super::converted::<E, C<E>>(&m)?;
+        let finite = super::test(op, TestOp::Finite, &m)?;
+        super::select(op, &finite, &m, &super::scalar_on(zero, t.device())?)?
+    };
     let s = centered_sum(op, t, &m, mask, UnaryOp::Exp)?;
     let r = binary::<C<E>, C<E>, E>(op, BinaryOp::Add, &unary(op, UnaryOp::Log, &s)?, &m)?;
     finish_shape(r, t.shape(), mask, keepdim)
@@ -693,49 +493,36 @@ fn norm_impl<E: Float>(
     keepdim: bool,
 ) -> Result<DynTensor<E>> {
     let op = "norm";
-    on_cuda!(
-        [t],
-        cuda::composite(op, t, mask, keepdim, cuda::Composite::Norm(p))
-    );
-    let zero = <C<E> as Element>::ZERO;
-    let one = <C<E> as Element>::ONE;
-    let (pc, inv) = (
-        <C<E> as NativeFloat>::c(p),
-        <C<E> as NativeFloat>::c(1.0 / p),
-    );
-    let (t, m, k) = (t, mask, keepdim);
-    let add = |a: C<E>, b: C<E>| a.nadd(b);
-    let id = |s: C<E>| s;
-    // One monomorphic fold per case: no branch on `p` in the inner loop.
-    match p {
-        f64::INFINITY => fold_with(op, t, m, k, zero, |x| x.nabs(), |a, b| a.nmax(b), id),
-        f64::NEG_INFINITY => {
-            let highest = <C<E> as Native>::HIGHEST;
-            fold_with(op, t, m, k, highest, |x| x.nabs(), |a, b| a.nmin(b), id)
-        }
-        0.0 => fold_with(
-            op,
-            t,
-            m,
-            k,
-            zero,
-            |x| if x.is_zero() { zero } else { one },
-            add,
-            id,
-        ),
-        1.0 => fold_with(op, t, m, k, zero, |x| x.nabs(), add, id),
-        2.0 => fold_with(op, t, m, k, zero, |x| x.nmul(x), add, |s| s.sqrt()),
-        _ => fold_with(
-            op,
-            t,
-            m,
-            k,
-            zero,
-            |x| x.nabs().powf(pc),
-            add,
-            |s| s.powf(inv),
-        ),
+    let (m, k) = (mask, keepdim);
+    if reduced_count(t.shape(), mask) == 0 {
+        // The folds' identities: no element has norm 0 (+inf for p = -inf, a minimum).
+        let v = if p == f64::NEG_INFINITY {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        return filled(t, m, k, E::from_f64(v));
     }
+    let x = super::converted::<E, C<E>>(t)?;
+    let abs = || unary(op, UnaryOp::Abs, &x);
+    let sum = |y: &DynTensor<C<E>>| reduce_to::<C<E>, C<E>>(op, ReduceOp::Sum, y, m, k);
+    let pow = |y: &DynTensor<C<E>>, e: f64| -> Result<DynTensor<C<E>>> {
+        let e = super::scalar_on(<C<E> as NativeFloat>::c(e), t.device())?;
+        binary::<C<E>, C<E>, C<E>>(op, BinaryOp::Pow, y, &e)
+    };
+    let r = match p {
+        f64::INFINITY => reduce_to::<C<E>, C<E>>(op, ReduceOp::Max, &abs()?, m, k)?,
+        f64::NEG_INFINITY => reduce_to::<C<E>, C<E>>(op, ReduceOp::Min, &abs()?, m, k)?,
+        0.0 => {
+            let zero = super::scalar_on(<C<E> as Element>::ZERO, t.device())?;
+            let nonzero = super::compare::<C<E>, C<E>, C<E>>(op, CompareOp::Ne, &x, &zero)?;
+            sum(&nonzero.try_to_dtype::<C<E>>()?)?
+        }
+        1.0 => sum(&abs()?)?,
+        2.0 => unary(op, UnaryOp::Sqrt, &sum(&unary(op, UnaryOp::Square, &x)?)?)?,
+        _ => pow(&sum(&pow(&abs()?, p)?)?, 1.0 / p)?,
+    };
+    super::converted::<C<E>, E>(&r)
 }
 
 impl<E: Float> DynTensor<E> {

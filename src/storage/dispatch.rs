@@ -18,7 +18,7 @@ use crate::backend::cuda::Cuda;
 use crate::backend::device::Device;
 #[cfg(feature = "cuda")]
 use crate::backend::device::mixed_devices;
-use crate::backend::op::{BinaryOp, CompareOp, TestOp, UnaryOp};
+use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -184,6 +184,42 @@ pub(crate) fn masked_fill_<E: Element>(
         |gd, gm| on_backend!(op, (gd => d, gm => m), K => K::masked_fill_::<E>(op, d, dst, m, lm, value), as_is),
     )
 }
+
+/// `src` seen through `layout` reduced by `rop` over the dims in `mask` (see
+/// [`Backend::reduce`]).
+pub(crate) fn reduce<E: Element, O: Element>(
+    op: &'static str,
+    rop: ReduceOp,
+    src: &Storage<E>,
+    layout: &Layout,
+    mask: &[bool],
+) -> Result<Buffer<O>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::reduce::<E, O>(op, rop, s, layout, mask), new_buffer)
+}
+
+/// The maximum (or minimum) along `dim` and its index (see [`Backend::arg_reduce`]).
+pub(crate) fn arg_reduce<E: Element>(
+    op: &'static str,
+    max: bool,
+    src: &Storage<E>,
+    layout: &Layout,
+    dim: usize,
+) -> Result<(Buffer<E>, Buffer<i64>)> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::arg_reduce::<E>(op, max, s, layout, dim), new_pair)
+}
+
+/// Wraps a backend's pair of new buffers in their [`Buffer`] variant.
+macro_rules! new_pair {
+    (Cpu, $call:expr) => {
+        $call.map(|(a, b)| (Buffer::Cpu(a), Buffer::Cpu(b)))
+    };
+    (Cuda, $call:expr) => {
+        $call.map(|(a, b)| (Buffer::Cuda(a), Buffer::Cuda(b)))
+    };
+}
+use new_pair;
 
 impl<E: Element> Buffer<E> {
     /// Number of elements.

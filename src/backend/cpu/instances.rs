@@ -22,8 +22,9 @@ use super::convert::{as_type, as_type_mut};
 use super::elementwise::{
     map_inplace, map_new, masked_fill_inplace, select_new, zip_inplace, zip_new,
 };
+use super::reduction::{Reduced, arg_reduce_op, reduce_op};
 use crate::backend::Backend;
-use crate::backend::op::{BinaryLoop, BinaryOp, CompareOp, TestOp, UnaryLoop, UnaryOp};
+use crate::backend::op::{BinaryLoop, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryLoop, UnaryOp};
 use crate::dtype::{DType, Element, Kernel, Native};
 use crate::error::Result;
 use crate::layout::Layout;
@@ -163,6 +164,25 @@ pub(crate) trait Instances: Element {
     ) -> Vec<Self>;
     /// See [`Backend::masked_fill_`].
     fn masked_fill_(buf: &mut [Self], dst: &Layout, mask: &[bool], lm: &Layout, value: Self);
+    /// See [`Backend::reduce`].
+    fn reduce(rop: ReduceOp, src: &[Self], layout: &Layout, mask: &[bool]) -> Reduced<Self>;
+    /// See [`Backend::arg_reduce`].
+    fn arg_reduce(max: bool, src: &[Self], layout: &Layout, dim: usize) -> (Vec<Self>, Vec<i64>);
+}
+
+impl<E: Kernel> Reduced<E> {
+    /// The values as a vector of `O`, which the caller knows to be the operation's type.
+    fn into_vec<O: Element>(self) -> Vec<O>
+    where
+        E: Element,
+    {
+        match self {
+            Reduced::Own(v) => retype_vec(v),
+            Reduced::Sum(v) => retype_vec(v),
+            Reduced::Compute(v) => retype_vec(v),
+            Reduced::Bool(v) => retype_vec(v),
+        }
+    }
 }
 
 /// [`map_new`] as a [`UnaryLoop`]: a fresh output of `E`, computed in `T`.
@@ -347,6 +367,12 @@ macro_rules! instances {
             fn masked_fill_(buf: &mut [$t], dst: &Layout, mask: &[bool], lm: &Layout, value: $t) {
                 masked_fill_inplace(buf, dst, mask, lm, value)
             }
+            fn reduce(rop: ReduceOp, src: &[$t], layout: &Layout, mask: &[bool]) -> Reduced<$t> {
+                reduce_op(rop, src, layout, mask)
+            }
+            fn arg_reduce(max: bool, src: &[$t], layout: &Layout, dim: usize) -> (Vec<$t>, Vec<i64>) {
+                arg_reduce_op(max, src, layout, dim)
+            }
         }
     )*)*};
 }
@@ -506,5 +532,28 @@ impl Backend for Cpu {
             crate::dtype::cast::<E, T>(value)
         ));
         Ok(())
+    }
+
+    fn reduce<E: Element, O: Element>(
+        _op: &'static str,
+        rop: ReduceOp,
+        src: &Vec<E>,
+        layout: &Layout,
+        mask: &[bool],
+    ) -> Result<Vec<O>> {
+        Ok(dtype_match!(E::DTYPE, T => T::reduce(rop, retype(src), layout, mask).into_vec()))
+    }
+
+    fn arg_reduce<E: Element>(
+        _op: &'static str,
+        max: bool,
+        src: &Vec<E>,
+        layout: &Layout,
+        dim: usize,
+    ) -> Result<(Vec<E>, Vec<i64>)> {
+        Ok(dtype_match!(E::DTYPE, T => {
+            let (values, indices) = T::arg_reduce(max, retype(src), layout, dim);
+            (retype_vec(values), indices)
+        }))
     }
 }

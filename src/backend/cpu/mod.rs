@@ -10,6 +10,7 @@ pub(crate) mod parallel;
 pub(crate) mod pointwise;
 pub(crate) mod pool;
 pub(crate) mod reduce;
+mod reduction;
 pub(crate) mod scan;
 mod select;
 mod shape;

@@ -22,7 +22,7 @@ use super::copy;
 use super::kernels::Supports;
 use super::{CudaBuffer, compute};
 use crate::backend::Backend;
-use crate::backend::op::{BinaryOp, CompareOp, TestOp, UnaryOp, constant_test};
+use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;
@@ -136,25 +136,6 @@ pub(crate) fn compare_scalar(
     compute::compare(op, cop, x, l, &sb, &scalar_layout(l.sizes())?)
 }
 
-/// `bop(a, s)` with the scalar `s` (in `a`'s dtype) broadcast to `a`'s contiguous `shape`.
-pub(crate) fn binary_scalar(
-    op: &'static str,
-    bop: BinaryOp,
-    a: &CudaBuffer,
-    shape: &[usize],
-    s: f64,
-) -> Result<CudaBuffer> {
-    let sb = scalar_buf(op, a, a.dtype(), s)?;
-    compute::binary(
-        op,
-        bop,
-        a,
-        &Layout::contiguous(shape)?,
-        &sb,
-        &scalar_layout(shape)?,
-    )
-}
-
 /// `bop(a, b)` elementwise (both at the output's sizes), computed as the CPU does in the
 /// compute type `t` and stored as `o`: a new contiguous buffer of dtype `o`.
 #[allow(clippy::too_many_arguments)]
@@ -205,6 +186,36 @@ fn bool_binary(
     let (b, lb) = operand(op, b, lb, DType::U8, &mut sb)?;
     let r = compute::binary(op, byte_op, a, &la, b, &lb)?;
     converted(op, r, la.sizes(), DType::Bool)
+}
+
+/// `(buf, layout)` reduced by `rop` over the dims in `mask` (every dim where `mask` is true):
+/// a contiguous buffer in the shape of the kept dims.
+pub(crate) fn reduce_buf(
+    op: &'static str,
+    rop: ReduceOp,
+    buf: &CudaBuffer,
+    layout: &Layout,
+    mask: &[bool],
+) -> Result<CudaBuffer> {
+    let r = layout.rank();
+    let kept: Vec<usize> = (0..r).filter(|&d| !mask[d]).collect();
+    let reduced: Vec<usize> = (0..r).filter(|&d| mask[d]).collect();
+    let order: Vec<isize> = kept.iter().chain(&reduced).map(|&d| d as isize).collect();
+    let permuted = layout.permute(&order)?;
+    let count: usize = reduced.iter().map(|&d| layout.sizes()[d]).product();
+    let mut sizes: Vec<usize> = kept.iter().map(|&d| layout.sizes()[d]).collect();
+    sizes.push(count);
+    let isizes: Vec<isize> = sizes.iter().map(|&s| s as isize).collect();
+    // The reduced dims as one: a view where the strides allow, else a packed copy.
+    let packed;
+    let (src, l) = match permuted.view(&isizes) {
+        Ok(l) => (buf, l),
+        Err(_) => {
+            packed = copy::cast(op, buf, &permuted, buf.dtype())?;
+            (&packed, Layout::contiguous(&sizes)?)
+        }
+    };
+    compute::reduce(op, rop, src, &l, kept.len())
 }
 
 /// Writes the contiguous `result` back through `dst` over `buf`.
@@ -357,5 +368,68 @@ impl Backend for Cuda {
         let lv = scalar_layout(dst.sizes())?;
         let r = compute::where_(op, mask, mask_layout, &v, &lv, buf, dst)?;
         write_back(op, buf, dst, &r)
+    }
+
+    fn reduce<E: Element, O: Element>(
+        op: &'static str,
+        rop: ReduceOp,
+        src: &CudaBuffer,
+        layout: &Layout,
+        mask: &[bool],
+    ) -> Result<CudaBuffer> {
+        let kept: Vec<usize> = (0..layout.rank())
+            .filter(|&d| !mask[d])
+            .map(|d| layout.sizes()[d])
+            .collect();
+        let r = match rop {
+            ReduceOp::Any | ReduceOp::All => {
+                let count: usize = (0..layout.rank())
+                    .filter(|&d| mask[d])
+                    .map(|d| layout.sizes()[d])
+                    .product();
+                if count == 0 {
+                    // any of nothing is false, all of nothing is true
+                    let v = scalar_buf(op, src, DType::Bool, (rop == ReduceOp::All) as u8 as f64)?;
+                    return copy::cast(op, &v, &scalar_layout(&kept)?, DType::Bool);
+                }
+                // Truth values as bytes (a cast to bool is `x != 0`), reduced by max or min.
+                let bools = copy::cast(op, src, layout, DType::Bool)?;
+                let whole = Layout::contiguous(layout.sizes())?;
+                let bytes = copy::cast(op, &bools, &whole, DType::U8)?;
+                let byte_op = if rop == ReduceOp::Any {
+                    ReduceOp::Max
+                } else {
+                    ReduceOp::Min
+                };
+                reduce_buf(op, byte_op, &bytes, &whole, mask)?
+            }
+            // The mean of f16/bf16 is taken in f32, as on the CPU.
+            ReduceOp::Mean if src.dtype() != O::DTYPE => {
+                let c = copy::cast(op, src, layout, O::DTYPE)?;
+                reduce_buf(op, rop, &c, &Layout::contiguous(layout.sizes())?, mask)?
+            }
+            _ => reduce_buf(op, rop, src, layout, mask)?,
+        };
+        converted(op, r, &kept, O::DTYPE)
+    }
+
+    fn arg_reduce<E: Element>(
+        op: &'static str,
+        max: bool,
+        src: &CudaBuffer,
+        layout: &Layout,
+        dim: usize,
+    ) -> Result<(CudaBuffer, CudaBuffer)> {
+        let mut mask = vec![false; layout.rank()];
+        mask[dim] = true;
+        let (value, index) = if max {
+            (ReduceOp::Max, ReduceOp::ArgMax)
+        } else {
+            (ReduceOp::Min, ReduceOp::ArgMin)
+        };
+        Ok((
+            reduce_buf(op, value, src, layout, &mask)?,
+            reduce_buf(op, index, src, layout, &mask)?,
+        ))
     }
 }

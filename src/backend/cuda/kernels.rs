@@ -7,7 +7,7 @@
 //! kernels a program uses are ever compiled. The element types are spelled by
 //! [`type_name`] on both sides (`f32`, `bf16`, `bool`, …).
 
-pub(crate) use crate::backend::op::{BinaryOp, CompareOp, UnaryOp};
+pub(crate) use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::dtype::DType;
 
 /// Definitions shared by every kernel file: element types, conversions, layouts.
@@ -93,25 +93,6 @@ pub(crate) fn scan_supports(dtype: DType) -> bool {
     dtype.is_float() || dtype == DType::I64
 }
 
-macro_rules! op_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal,)* }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub(crate) enum $name { $($(#[$vdoc])* $variant,)* }
-
-        impl $name {
-            /// Every operation.
-            #[cfg_attr(not(test), allow(dead_code))]
-            pub(crate) const ALL: &'static [$name] = &[$($name::$variant,)*];
-
-            /// The operation's name in the kernel sources (`nt_op_<name>`).
-            pub(crate) fn name(self) -> &'static str {
-                match self { $($name::$variant => $text,)* }
-            }
-        }
-    };
-}
-
 /// Which dtypes a kernel family is instantiated for.
 pub(crate) trait Supports {
     /// Whether the operation has a kernel for `dtype`.
@@ -143,36 +124,19 @@ impl Supports for CompareOp {
     }
 }
 
-op_enum!(
-    /// Reductions over one dim (`reduce.cu`).
-    ReduceOp {
-        /// Sum (integers and bool sum to `i64`).
-        Sum => "sum",
-        /// Product (integers and bool multiply to `i64`).
-        Prod => "prod",
-        /// Arithmetic mean (floats only; NaN for an empty dim).
-        Mean => "mean",
-        /// Maximum; NaN propagates.
-        Max => "max",
-        /// Minimum; NaN propagates.
-        Min => "min",
-        /// Index (`i64`) of the first maximum (of the first NaN if any).
-        ArgMax => "argmax",
-        /// Index (`i64`) of the first minimum (of the first NaN if any).
-        ArgMin => "argmin",
-    }
-);
-
-impl ReduceOp {
-    /// Whether the operation is defined for `dtype`.
-    pub(crate) fn supports(self, dtype: DType) -> bool {
+impl Supports for ReduceOp {
+    /// `any`/`all` have no kernel (the backend reduces bytes with max/min).
+    fn supports(self, dtype: DType) -> bool {
         match self {
             ReduceOp::Sum | ReduceOp::Prod => true,
             ReduceOp::Mean => dtype.is_float(),
+            ReduceOp::Any | ReduceOp::All => false,
             _ => numeric(dtype),
         }
     }
+}
 
+impl ReduceOp {
     /// The element type of the result for an input of `dtype`.
     pub(crate) fn out_dtype(self, dtype: DType) -> DType {
         match self {
@@ -378,7 +342,11 @@ mod tests {
                     .contains(&format!("nt_op_{} ", op.name()))
             );
         }
-        for op in ReduceOp::ALL {
+        // (any/all have no kernel of their own)
+        for op in ReduceOp::ALL
+            .iter()
+            .filter(|op| DType::ALL.iter().any(|&d| op.supports(d)))
+        {
             assert!(
                 Source::Reduce
                     .text()
