@@ -4,15 +4,17 @@
 //! storage through sizes, strides and an offset — with dimension names that the compiler
 //! checks.
 //!
-//! The crate is layered; each layer only uses the ones below it:
+//! The crate is layered; each layer only uses the ones below it (`ARCHITECTURE.md` in the
+//! repository draws them and says where a new operation or backend goes):
 //!
 //! | layer | module | what it is |
 //! |---|---|---|
+//! | named tensor | [`Tensor`], [`named`] | dims as types, resolved to axes at compile time |
 //! | positional tensor | [`DynTensor`] | PyTorch's positional API with a run-time rank |
-//! | storage | [`storage`] | the shared buffer and its aliasing rules |
-//! | operations | [`ops`] | pointwise math, broadcasting arithmetic with type promotion, comparisons, reductions |
-//! | layout | [`layout`] | pure index math: views, broadcasting, strided traversal |
-//! | kernels | `backend` | loops over raw slices, per device |
+//! | operations | [`ops`] | semantics of the compute ops: validate, promote, broadcast, call the seam |
+//! | storage | [`storage`] | the shared buffer, its aliasing rules, the dispatch to a backend |
+//! | backends | `backend` | the `Backend` trait, op tokens, CPU and CUDA kernels |
+//! | bottom | [`dtype`], [`layout`] | element types and promotion; pure index math |
 //!
 //! ```
 //! use namedtensor::DynTensor;
