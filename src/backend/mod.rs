@@ -171,4 +171,91 @@ pub(crate) trait Backend {
         layout: &Layout,
         dim: usize,
     ) -> Result<(Self::Buffer<E>, Self::Buffer<i64>)>;
+
+    // ---- along one dim ----
+
+    /// Softmax (or log-softmax) of a float `src` seen through `layout`, along `dim`, computed
+    /// in the compute type with each lane's maximum subtracted first.
+    fn softmax<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// Running sums (or products) along `dim`, stored as `O` (the sum type of `E`),
+    /// accumulating in `f64` for float results and in wrapping `i64` for integer ones.
+    fn scan<E: Element, O: Element>(
+        op: &'static str,
+        prod: bool,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        dim: usize,
+    ) -> Result<Self::Buffer<O>>;
+
+    // ---- indexed reads, joins, products ----
+
+    /// `src` seen through `layout` with `dim` replaced by the entries the 1-D (or 0-d) `i64`
+    /// view `index_layout` over `index` names. An index outside `0..size` is an
+    /// [`ErrorKind::IndexOutOfRange`](crate::ErrorKind) error before anything is read.
+    fn index_select<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        dim: usize,
+        index: &Self::Buffer<i64>,
+        index_layout: &Layout,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// One element per index: the result has the index's shape and element `i` is `src` at
+    /// `i` with its `dim` coordinate replaced by `index[i]` (checked as for `index_select`).
+    fn gather<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        dim: usize,
+        index: &Self::Buffer<i64>,
+        index_layout: &Layout,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// The `parts` (buffer and view; equal sizes except in `dim`) joined along `dim` into a new
+    /// buffer of `out_shape`.
+    fn cat<E: Element>(
+        op: &'static str,
+        parts: &[(&Self::Buffer<E>, &Layout)],
+        dim: usize,
+        out_shape: &[usize],
+    ) -> Result<Self::Buffer<E>>;
+
+    /// The matrix products of `la` over `a` (sizes `[batch…, m, k]`) and `lb` over `b`
+    /// (`[batch…, k, n]`, the same batch sizes; broadcast batch dims have stride 0), row-major
+    /// `[batch…, m, n]`. `E` is not `bool` (the caller refuses it).
+    fn matmul<E: Element>(
+        op: &'static str,
+        a: &Self::Buffer<E>,
+        la: &Layout,
+        b: &Self::Buffer<E>,
+        lb: &Layout,
+    ) -> Result<Self::Buffer<E>>;
+
+    // ---- rearranging copies ----
+
+    /// The elements of `layout` over `src`, with the dims where `flip` is true reversed.
+    fn flip<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        flip: &[bool],
+    ) -> Result<Self::Buffer<E>>;
+
+    /// The elements of `layout` (rank ≥ 2) with those outside the lower (`lower`) or upper
+    /// triangle of the last two dims, relative to `diagonal`, set to zero.
+    fn triangle<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        diagonal: isize,
+        lower: bool,
+    ) -> Result<Self::Buffer<E>>;
 }

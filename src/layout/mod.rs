@@ -311,6 +311,28 @@ impl Layout {
         }
     }
 
+    /// The layout with every broadcast dim (stride 0) shrunk to size 1: the view's distinct
+    /// elements, each once. Expanding the result back to [`Layout::sizes`] gives the view.
+    ///
+    /// ```
+    /// use namedtensor::Layout;
+    /// let wide = Layout::contiguous(&[3]).unwrap().expand(&[4, 3]).unwrap();
+    /// assert_eq!(wide.collapse_broadcast().sizes(), &[1, 3]);
+    /// ```
+    pub fn collapse_broadcast(&self) -> Layout {
+        let sizes = self
+            .sizes
+            .iter()
+            .zip(&self.strides)
+            .map(|(&size, &stride)| if stride == 0 { size.min(1) } else { size })
+            .collect();
+        Layout {
+            sizes,
+            strides: self.strides.clone(),
+            offset: self.offset,
+        }
+    }
+
     pub(crate) fn from_parts_unchecked(
         sizes: Vec<usize>,
         strides: Vec<usize>,

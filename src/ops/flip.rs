@@ -1,10 +1,9 @@
 //! `flip`: a copy with some dims reversed.
 
-use super::on_cuda;
-use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::normalize_dim;
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
@@ -40,11 +39,7 @@ impl<E: Element> DynTensor<E> {
                 ));
             }
         }
-        on_cuda!([self], super::cuda::flip("flip", self, &flip));
-        let data = {
-            let guard = self.storage().read();
-            cpu::flip_to_vec(guard.cpu("flip")?, self.layout(), &flip)
-        };
-        DynTensor::from_contiguous_vec(data, self.shape())
+        let buf = dispatch::flip("flip", self.storage(), self.layout(), &flip)?;
+        DynTensor::from_contiguous_buffer(buf, self.shape())
     }
 }

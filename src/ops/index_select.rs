@@ -5,41 +5,11 @@
 //! indices are out of range); every index is checked before anything is copied, and one out
 //! of range is an [`ErrorKind::IndexOutOfRange`] error, never a panic or an out-of-bounds read.
 
-use super::on_cuda;
-use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::{for_each_block, normalize_dim};
-use crate::storage::with_read2;
+use crate::layout::normalize_dim;
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
-
-/// Fails unless every element of `index` (over `slice`) is in `0..size`.
-fn check_indices(
-    op: &'static str,
-    index: &DynTensor<i64>,
-    slice: &[i64],
-    dim: usize,
-    shape: &[usize],
-) -> Result<()> {
-    let size = shape[dim];
-    let mut bad = None;
-    for_each_block(index.layout(), |b| {
-        if bad.is_none() {
-            let (start, stride) = (b.starts[0], b.strides[0]);
-            bad = (0..b.len)
-                .map(|i| slice[start + i * stride])
-                .find(|&v| v < 0 || v as u64 >= size as u64);
-        }
-    });
-    match bad {
-        Some(v) => Err(Error::new(
-            ErrorKind::IndexOutOfRange,
-            op,
-            format!("index {v} is out of range for dim {dim} of size {size} (shape {shape:?})"),
-        )),
-        None => Ok(()),
-    }
-}
 
 impl<E: Element> DynTensor<E> {
     /// The entries `index` of dim `dim`, in that order (repeats allowed): the result has the
@@ -82,23 +52,11 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
-        on_cuda!([self, index], super::cuda::index_select(OP, self, d, index));
-        let idx: Vec<usize> = {
-            let guard = index.storage().read();
-            let slice = guard.cpu(OP)?;
-            check_indices(OP, index, slice, d, self.shape())?;
-            cpu::gather_to_vec(slice, index.layout())
-                .into_iter()
-                .map(|v| v as usize)
-                .collect()
-        };
         let mut shape = self.shape().to_vec();
-        shape[d] = idx.len();
-        let data = {
-            let guard = self.storage().read();
-            cpu::index_select(guard.cpu(OP)?, self.layout(), d, &idx)
-        };
-        DynTensor::from_contiguous_vec(data, &shape)
+        shape[d] = index.numel();
+        let (src, idx) = (self.storage(), index.storage());
+        let buf = dispatch::index_select(OP, src, self.layout(), d, idx, index.layout())?;
+        DynTensor::from_contiguous_buffer(buf, &shape)
     }
 
     /// PyTorch's `gather`: `out[i][j][k] = self[index[i][j][k]][j][k]` for `dim = 0` (and
@@ -144,11 +102,8 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
-        on_cuda!([self, index], super::cuda::gather(OP, self, d, index));
-        let data = with_read2(OP, self.storage(), index.storage(), |src, idx| {
-            check_indices(OP, index, idx, d, self.shape())?;
-            Ok::<_, Error>(cpu::gather(src, self.layout(), d, idx, index.layout()))
-        })??;
-        DynTensor::from_contiguous_vec(data, index.shape())
+        let (src, idx) = (self.storage(), index.storage());
+        let buf = dispatch::gather(OP, src, self.layout(), d, idx, index.layout())?;
+        DynTensor::from_contiguous_buffer(buf, index.shape())
     }
 }

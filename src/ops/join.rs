@@ -12,11 +12,10 @@
 //!
 //! Convert first with [`DynTensor::to_dtype`].
 
-use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{checked_numel, normalize_dim};
-use crate::storage::with_read_all;
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
@@ -137,23 +136,7 @@ fn cat_as<E: Element>(
     }
     checked_numel(&out_shape)
         .ok_or_else(|| Error::overflow(op, format!("the result shape {out_shape:?}")))?;
-    // One device check per part; any part off the CPU sends the whole join to the device
-    // path, which refuses parts on two devices.
-    #[cfg(feature = "cuda")]
-    if tensors
-        .iter()
-        .any(|t| t.device() != crate::backend::device::Device::Cpu)
-    {
-        return crate::ops::cuda::cat(op, tensors, d, &out_shape);
-    }
-    let storages: Vec<_> = tensors.iter().map(|t| t.storage()).collect();
-    let data = with_read_all(op, &storages, |slices| {
-        let parts: Vec<_> = slices
-            .iter()
-            .zip(tensors)
-            .map(|(&s, t)| (s, t.layout()))
-            .collect();
-        cpu::cat(&out_shape, d, &parts)
-    })?;
-    DynTensor::from_contiguous_vec(data, &out_shape)
+    let parts: Vec<_> = tensors.iter().map(|t| (t.storage(), t.layout())).collect();
+    let buf = dispatch::cat(op, &parts, d, &out_shape)?;
+    DynTensor::from_contiguous_buffer(buf, &out_shape)
 }

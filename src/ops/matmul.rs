@@ -14,19 +14,18 @@
 //! once); integers accumulate in `i64` and wrap like the element type's arithmetic. `bool`
 //! tensors are refused, as in PyTorch.
 
-use crate::backend::cpu::{Batched, matmul as kernel};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::{Coalesced, Layout, broadcast_shapes, checked_numel};
-use crate::storage::with_read2;
+use crate::layout::{Layout, broadcast_shapes, checked_numel};
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
-use half::bf16;
-use std::any::Any;
 
-/// The shape of the result and the batched product that computes it.
+/// A checked product: its result shape, and the operands' layouts as `[batch…, m, k]` and
+/// `[batch…, k, n]` with the batch dims broadcast (1-D operands made matrices).
 struct Plan {
     out_shape: Vec<usize>,
-    batched: Batched,
+    la: Layout,
+    lb: Layout,
 }
 
 fn shape_error(op: &'static str, a: &[usize], b: &[usize], message: String) -> Error {
@@ -96,97 +95,14 @@ fn plan(op: &'static str, a: &Layout, b: &Layout) -> Result<Plan> {
     checked_numel(&out_shape)
         .ok_or_else(|| Error::overflow(op, format!("the result shape {out_shape:?}")))?;
 
-    // Batch strides aligned to `batch`; 0 where an operand lacks the dim or broadcasts it.
-    let batch_strides = |l: &Layout, r: usize| -> Vec<usize> {
-        let missing = batch.len() - (r - 2);
-        (0..batch.len())
-            .map(|d| {
-                if d < missing || l.sizes()[d - missing] != batch[d] {
-                    0
-                } else {
-                    l.strides()[d - missing]
-                }
-            })
-            .collect()
+    let with = |tail: [usize; 2]| -> Vec<isize> {
+        batch.iter().chain(&tail).map(|&s| s as isize).collect()
     };
-    let (bsa, bsb) = (batch_strides(&a2, ra), batch_strides(&b2, rb));
-    let a_strides = [a2.strides()[ra - 2], a2.strides()[ra - 1]];
-    let b_strides = [b2.strides()[rb - 2], b2.strides()[rb - 1]];
-
-    // A right operand shared by the whole batch, and a left operand whose batch dims continue
-    // its row dim with matching strides: the batch is one product with `batches · m` rows.
-    let b_shared = batch.iter().zip(&bsb).all(|(&s, &st)| s <= 1 || st == 0);
-    if b_shared && let Some(row_stride) = fold_rows(&batch, &bsa, m, a_strides[0]) {
-        let rows = checked_numel(&batch).expect("checked above") * m;
-        return Ok(Plan {
-            out_shape,
-            batched: Batched {
-                m: rows,
-                n,
-                k,
-                a_strides: [row_stride, a_strides[1]],
-                b_strides,
-                offsets: vec![[a2.offset(), b2.offset()]],
-            },
-        });
-    }
-
-    // One offset pair per product; none when the products are empty (the batch may still
-    // be large, and the result has no element).
-    let mut offsets = Vec::new();
-    if m > 0 && n > 0 {
-        let walk = Coalesced::new(&batch, [&bsa, &bsb], [a2.offset(), b2.offset()]);
-        offsets.reserve_exact(checked_numel(&batch).expect("checked above"));
-        walk.for_each_block(|blk| {
-            let ([a0, b0], [da, db]) = (blk.starts, blk.strides);
-            offsets.extend((0..blk.len).map(|i| [a0 + i * da, b0 + i * db]));
-        });
-    }
     Ok(Plan {
         out_shape,
-        batched: Batched {
-            m,
-            n,
-            k,
-            a_strides,
-            b_strides,
-            offsets,
-        },
+        la: a2.expand(&with([m, k]))?,
+        lb: b2.expand(&with([k, n]))?,
     })
-}
-
-/// The row stride of the left operand seen as one `(batches · m) × k` matrix, if its batch
-/// dims and row dim form a single strided run.
-fn fold_rows(batch: &[usize], strides: &[usize], m: usize, row_stride: usize) -> Option<usize> {
-    let dims: Vec<(usize, usize)> = batch
-        .iter()
-        .zip(strides)
-        .map(|(&s, &st)| (s, st))
-        .chain(std::iter::once((m, row_stride)))
-        .filter(|&(s, _)| s != 1)
-        .collect();
-    if dims.iter().any(|&(s, _)| s == 0) {
-        return None;
-    }
-    if !dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0) {
-        return None;
-    }
-    Some(dims.last().map_or(row_stride, |&(_, stride)| stride))
-}
-
-/// `x` as a `DynTensor<T>` when `E` is `T`.
-fn downcast<E: Element, T: Element>(x: &DynTensor<E>) -> Option<&DynTensor<T>> {
-    (x as &dyn Any).downcast_ref()
-}
-
-/// A contiguous `f32` copy of a `bf16` tensor, converted with `half`'s vectorised slice
-/// conversion.
-fn bf16_to_f32(x: &DynTensor<bf16>) -> Result<DynTensor<f32>> {
-    use half::slice::HalfFloatSliceExt;
-    let src = x.to_vec();
-    let mut out = vec![0f32; src.len()];
-    src.convert_to_f32_slice(&mut out);
-    DynTensor::from_contiguous_vec(out, x.shape())
 }
 
 impl<E: Element> DynTensor<E> {
@@ -234,42 +150,18 @@ impl<E: Element> DynTensor<E> {
 
     fn matmul_as(&self, op: &'static str, other: &DynTensor<E>) -> Result<DynTensor<E>> {
         let plan = plan(op, self.layout(), other.layout())?;
-        super::on_cuda!(
-            [self, other],
-            super::cuda::matmul(op, self, other, &plan.out_shape)
-        );
-        match E::DTYPE {
-            DType::Bool => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    op,
-                    "matrix products of bool tensors are not defined (as in PyTorch); convert \
-                     with to_dtype first",
-                ));
-            }
-            DType::BF16 => {
-                // bf16 has too few bits to accumulate in: compute in f32, round once.
-                let (a, b) = (
-                    downcast::<E, bf16>(self).expect("E is bf16"),
-                    downcast::<E, bf16>(other).expect("E is bf16"),
-                );
-                let product = bf16_to_f32(a)?.matmul_as(op, &bf16_to_f32(b)?)?;
-                let mut data = vec![bf16::ZERO; product.numel()];
-                {
-                    use half::slice::HalfFloatSliceExt;
-                    let guard = product.storage().read();
-                    data.convert_from_f32_slice(guard.cpu(op)?);
-                }
-                let out: Box<dyn Any> =
-                    Box::new(DynTensor::from_contiguous_vec(data, &plan.out_shape)?);
-                return Ok(*out.downcast::<DynTensor<E>>().expect("E is bf16"));
-            }
-            _ => {}
+        if E::DTYPE == DType::Bool {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                op,
+                "matrix products of bool tensors are not defined (as in PyTorch); convert with \
+                 to_dtype first",
+            ));
         }
-        let data = with_read2(op, self.storage(), other.storage(), |a, b| {
-            kernel(a, b, &plan.batched)
-        })?;
-        DynTensor::from_contiguous_vec(data, &plan.out_shape)
+        let (a, b) = (self.storage(), other.storage());
+        // The product's `[batch…, m, n]` in row-major order is the result's order too.
+        let buf = dispatch::matmul(op, a, &plan.la, b, &plan.lb)?;
+        DynTensor::from_contiguous_buffer(buf, &plan.out_shape)
     }
 
     /// The product of two matrices (both 2-D, no broadcasting); panics where
@@ -433,38 +325,10 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_over_a_shared_right_operand_is_one_product() {
-        let p = plan_of(&[3, 4, 5, 6], &[6, 7]).unwrap().batched;
-        assert_eq!((p.m, p.n, p.k, p.offsets.len()), (60, 7, 6, 1));
-        assert_eq!(p.a_strides, [6, 1]);
-        // A transposed batch does not fold.
-        let a = Layout::contiguous(&[5, 3, 6])
-            .unwrap()
-            .transpose(0, 1)
-            .unwrap();
-        let p = plan("matmul", &a, &Layout::contiguous(&[6, 7]).unwrap()).unwrap();
-        assert_eq!((p.batched.m, p.batched.offsets.len()), (5, 3));
-        assert_eq!(p.batched.offsets, vec![[0, 0], [6, 0], [12, 0]]);
-    }
-
-    #[test]
-    fn broadcast_batches_repeat_offsets() {
-        let p = plan_of(&[2, 1, 2, 3], &[3, 3, 4]).unwrap().batched;
-        assert_eq!(p.offsets.len(), 6);
-        let a: Vec<usize> = p.offsets.iter().map(|o| o[0]).collect();
-        let b: Vec<usize> = p.offsets.iter().map(|o| o[1]).collect();
-        assert_eq!(a, [0, 0, 0, 6, 6, 6]);
-        assert_eq!(b, [0, 12, 24, 0, 12, 24]);
-    }
-
-    #[test]
     fn empty_products_need_no_offsets() {
         let a = Layout::new(&[1 << 40, 0, 3], &[0, 3, 1], 0).unwrap();
         let p = plan("matmul", &a, &Layout::contiguous(&[3, 2]).unwrap()).unwrap();
         assert_eq!(p.out_shape, [1 << 40, 0, 2]);
-        let b = Layout::new(&[1 << 40, 3, 0], &[0, 1, 1], 0).unwrap();
-        let p = plan("matmul", &Layout::contiguous(&[2, 3]).unwrap(), &b).unwrap();
-        assert!(p.batched.offsets.is_empty());
     }
 
     #[test]

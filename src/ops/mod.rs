@@ -35,8 +35,6 @@
 mod arith;
 mod binary;
 mod compare;
-#[cfg(feature = "cuda")]
-mod cuda;
 mod flip;
 mod index_select;
 mod join;
@@ -58,25 +56,6 @@ pub use crate::dtype::promote::{
 pub use compare::{try_where_, where_};
 pub use serialize::{load_tensors, save_tensors};
 
-/// Sends an operation to its CUDA implementation (`ops::cuda`) when any of the listed
-/// operands is not on the CPU, by returning `$cuda` from the enclosing function; all-CPU
-/// operands fall through to the CPU code after one comparison each. Operands on two devices
-/// reach the CUDA path, which refuses them with an error naming both. Without the `cuda`
-/// feature no tensor can be anywhere else, and this expands to nothing.
-macro_rules! on_cuda {
-    ([$($t:expr),+], $cuda:expr) => {
-        #[cfg(feature = "cuda")]
-        {
-            if $($t.device() != $crate::backend::device::Device::Cpu)||+ {
-                return $cuda;
-            }
-        }
-    };
-}
-pub(crate) use on_cuda;
-
-use crate::backend::cpu::pointwise;
-use crate::backend::cpu::vmath::Isa;
 use crate::backend::device::Device;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::Element;
@@ -359,20 +338,4 @@ pub(crate) fn bool_unsupported(op: &'static str, what: &str) -> Error {
         op,
         format!("{what} is not supported for bool tensors"),
     )
-}
-
-/// The elements of `t` in row-major order, converted to `T`, in a fresh buffer.
-pub(crate) fn gather_as<E: Element, T: Element>(
-    op: &'static str,
-    t: &DynTensor<E>,
-) -> Result<Vec<T>> {
-    let out_layout = Layout::contiguous(t.shape())?;
-    let guard = t.storage().read();
-    let src = guard.cpu(op)?;
-    Ok(pointwise::build(
-        [&out_layout, t.layout()],
-        |out, st, sd| {
-            pointwise::unary::<E, T, T, T>(out, src, st[1], sd[1], &|x| x, Isa::Baseline, false)
-        },
-    ))
 }

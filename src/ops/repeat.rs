@@ -1,6 +1,5 @@
 //! `repeat`: a copy tiling the tensor along every dim.
 
-use super::on_cuda;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, checked_numel};
@@ -63,14 +62,7 @@ impl<E: Element> DynTensor<E> {
         checked_numel(&out_shape)
             .ok_or_else(|| Error::overflow("repeat", format!("the result shape {out_shape:?}")))?;
         let layout = Layout::from_parts_unchecked(sizes, strides, self.storage_offset());
-        on_cuda!(
-            [self],
-            super::cuda::gather_view("repeat", self, &layout, &out_shape)
-        );
-        let data = {
-            let guard = self.storage().read();
-            crate::backend::cpu::gather_to_vec(guard.cpu("repeat")?, &layout)
-        };
-        DynTensor::from_contiguous_vec(data, &out_shape)
+        let buf = self.storage().read().gather("repeat", &layout)?;
+        DynTensor::from_contiguous_buffer(buf, &out_shape)
     }
 }

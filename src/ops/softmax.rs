@@ -3,51 +3,25 @@
 //! integers; integer and `bool` inputs give `i64`, as PyTorch).
 
 use super::promote::SumOutput;
-use super::{C, gather_as, on_cuda};
-use crate::backend::cpu::convert::as_type;
-use crate::backend::cpu::convert::vec_into;
-use crate::backend::cpu::scan;
-use crate::dtype::Native;
 use crate::dtype::{Element, Float};
 use crate::error::Result;
 use crate::layout::normalize_dim;
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
-/// `(n, inner)` of `t` seen as `[outer, n, inner]` around `dim` (a 0-d tensor accepts 0/-1).
-fn around(op: &'static str, shape: &[usize], dim: isize) -> Result<(usize, usize)> {
+/// The dim along which to work: `dim` normalised (a 0-d tensor accepts 0 and -1).
+fn along(op: &'static str, shape: &[usize], dim: isize) -> Result<usize> {
     if shape.is_empty() && (dim == 0 || dim == -1) {
-        return Ok((1, 1));
+        return Ok(0);
     }
-    let d = normalize_dim(op, dim, shape.len())?;
-    Ok((shape[d], shape[d + 1..].iter().product()))
+    normalize_dim(op, dim, shape.len())
 }
 
 fn softmax_impl<E: Float>(t: &DynTensor<E>, dim: isize, log: bool) -> Result<DynTensor<E>> {
     let op = if log { "log_softmax" } else { "softmax" };
-    let (n, inner) = around(op, t.shape(), dim)?;
-    on_cuda!([t], {
-        let d = if t.dim() == 0 {
-            0
-        } else {
-            normalize_dim(op, dim, t.dim())?
-        };
-        super::cuda::softmax(op, t, d, log)
-    });
-    // A contiguous input already in the compute type is read where it is; any other is
-    // gathered (and converted) first.
-    if t.is_contiguous()
-        && let Some(out) = {
-            let guard = t.storage().read();
-            let data = guard.cpu(op)?;
-            as_type::<E, C<E>>(&data[t.storage_offset()..t.storage_offset() + t.numel()])
-                .map(|src| scan::softmax(src, n, inner, log))
-        }
-    {
-        return DynTensor::from_contiguous_vec(vec_into(out), t.shape());
-    }
-    let buf = gather_as::<E, C<E>>(op, t)?;
-    let out = scan::softmax(&buf, n, inner, log);
-    DynTensor::from_contiguous_vec(vec_into(out), t.shape())
+    let d = along(op, t.shape(), dim)?;
+    let buf = dispatch::softmax(op, t.storage(), t.layout(), d, log)?;
+    DynTensor::from_contiguous_buffer(buf, t.shape())
 }
 
 fn scan_impl<E: Element>(
@@ -56,24 +30,9 @@ fn scan_impl<E: Element>(
     dim: isize,
     prod: bool,
 ) -> Result<DynTensor<SumOutput<E>>> {
-    let (n, inner) = around(op, t.shape(), dim)?;
-    on_cuda!(
-        [t],
-        super::cuda::scan::<E, SumOutput<E>>(op, t, n, inner, prod)
-    );
-    let mut buf = gather_as::<E, SumOutput<E>>(op, t)?;
-    if <SumOutput<E> as Element>::DTYPE.is_float() {
-        if prod {
-            scan::scan(&mut buf, n, inner, 1.0f64, |a, b| a * b);
-        } else {
-            scan::scan(&mut buf, n, inner, 0.0f64, |a, b| a + b);
-        }
-    } else if prod {
-        scan::scan(&mut buf, n, inner, 1i64, |a, b| a.nmul(b));
-    } else {
-        scan::scan(&mut buf, n, inner, 0i64, |a, b| a.nadd(b));
-    }
-    DynTensor::from_contiguous_vec(buf, t.shape())
+    let d = along(op, t.shape(), dim)?;
+    let buf = dispatch::scan::<E, SumOutput<E>>(op, prod, t.storage(), t.layout(), d)?;
+    DynTensor::from_contiguous_buffer(buf, t.shape())
 }
 
 impl<E: Float> DynTensor<E> {

@@ -1,9 +1,8 @@
 //! `tril` and `triu`: copies keeping the lower or upper triangle of the last two dims.
 
-use super::on_cuda;
-use crate::backend::cpu;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
 impl<E: Element> DynTensor<E> {
@@ -64,13 +63,7 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
-        on_cuda!([self], super::cuda::triangle(op, self, diagonal, lower));
-        let (m, n) = (self.shape()[r - 2], self.shape()[r - 1]);
-        let mut data = {
-            let guard = self.storage().read();
-            cpu::gather_to_vec(guard.cpu(op)?, self.layout())
-        };
-        cpu::mask_triangle(&mut data, m, n, diagonal, lower, E::ZERO);
-        DynTensor::from_contiguous_vec(data, self.shape())
+        let buf = dispatch::triangle(op, self.storage(), self.layout(), diagonal, lower)?;
+        DynTensor::from_contiguous_buffer(buf, self.shape())
     }
 }

@@ -10,7 +10,7 @@
 // `op` names the operation in device errors, which only a device backend raises.
 #![cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 
-use super::{Buffer, Storage, with_write_read_buffers};
+use super::{Buffer, Storage, with_read_buffers_all, with_write_read_buffers};
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 #[cfg(feature = "cuda")]
@@ -208,6 +208,146 @@ pub(crate) fn arg_reduce<E: Element>(
 ) -> Result<(Buffer<E>, Buffer<i64>)> {
     let g = src.read();
     on_backend!(op, (&*g => s), B => B::arg_reduce::<E>(op, max, s, layout, dim), new_pair)
+}
+
+/// Softmax (or log-softmax) along `dim` (see [`Backend::softmax`]).
+pub(crate) fn softmax<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    dim: usize,
+    log: bool,
+) -> Result<Buffer<E>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::softmax::<E>(op, s, layout, dim, log), new_buffer)
+}
+
+/// Running sums or products along `dim`, as `O` (see [`Backend::scan`]).
+pub(crate) fn scan<E: Element, O: Element>(
+    op: &'static str,
+    prod: bool,
+    src: &Storage<E>,
+    layout: &Layout,
+    dim: usize,
+) -> Result<Buffer<O>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::scan::<E, O>(op, prod, s, layout, dim), new_buffer)
+}
+
+/// Whole slices of `src` along `dim` picked by `index` (see [`Backend::index_select`]).
+pub(crate) fn index_select<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    dim: usize,
+    index: &Storage<i64>,
+    li: &Layout,
+) -> Result<Buffer<E>> {
+    super::with_read_buffers2(
+        src,
+        index,
+        |gs, gi| on_backend!(op, (gs => s, gi => i), B => B::index_select::<E>(op, s, layout, dim, i, li), new_buffer),
+    )
+}
+
+/// One element of `src` per index along `dim` (see [`Backend::gather`]).
+pub(crate) fn gather<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    dim: usize,
+    index: &Storage<i64>,
+    li: &Layout,
+) -> Result<Buffer<E>> {
+    super::with_read_buffers2(
+        src,
+        index,
+        |gs, gi| on_backend!(op, (gs => s, gi => i), B => B::gather::<E>(op, s, layout, dim, i, li), new_buffer),
+    )
+}
+
+/// The views `parts` joined along `dim` into `out_shape` (see [`Backend::cat`]).
+pub(crate) fn cat<E: Element>(
+    op: &'static str,
+    parts: &[(&Storage<E>, &Layout)],
+    dim: usize,
+    out_shape: &[usize],
+) -> Result<Buffer<E>> {
+    let storages: Vec<&Storage<E>> = parts.iter().map(|p| p.0).collect();
+    with_read_buffers_all(&storages, |bufs| {
+        let first = bufs[0].device();
+        if let Some(other) = bufs.iter().map(|b| b.device()).find(|&d| d != first) {
+            #[cfg(feature = "cuda")]
+            return Err(mixed_devices(op, first, other));
+            #[cfg(not(feature = "cuda"))]
+            unreachable!("{other}: only one device without the cuda feature");
+        }
+        let layouts = parts.iter().map(|p| p.1);
+        match bufs[0] {
+            Buffer::Cpu(_) => {
+                let views: Vec<(&Vec<E>, &Layout)> = bufs
+                    .iter()
+                    .zip(layouts)
+                    .map(|(b, l)| match b {
+                        Buffer::Cpu(v) => (v, l),
+                        #[cfg(feature = "cuda")]
+                        Buffer::Cuda(_) => unreachable!("checked: one device"),
+                    })
+                    .collect();
+                Cpu::cat::<E>(op, &views, dim, out_shape).map(Buffer::Cpu)
+            }
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(_) => {
+                let views: Vec<(&CudaBuffer, &Layout)> = bufs
+                    .iter()
+                    .zip(layouts)
+                    .map(|(b, l)| match b {
+                        Buffer::Cuda(c) => (c, l),
+                        Buffer::Cpu(_) => unreachable!("checked: one device"),
+                    })
+                    .collect();
+                Cuda::cat::<E>(op, &views, dim, out_shape).map(Buffer::Cuda)
+            }
+        }
+    })
+}
+
+/// The matrix products of `la` over `a` and `lb` over `b` (see [`Backend::matmul`]).
+pub(crate) fn matmul<E: Element>(
+    op: &'static str,
+    a: &Storage<E>,
+    la: &Layout,
+    b: &Storage<E>,
+    lb: &Layout,
+) -> Result<Buffer<E>> {
+    super::with_read_buffers2(
+        a,
+        b,
+        |ga, gb| on_backend!(op, (ga => x, gb => y), B => B::matmul::<E>(op, x, la, y, lb), new_buffer),
+    )
+}
+
+/// The view `layout` over `src` with the dims where `flip` is true reversed.
+pub(crate) fn flip<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    flip: &[bool],
+) -> Result<Buffer<E>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::flip::<E>(op, s, layout, flip), new_buffer)
+}
+
+/// The view `layout` over `src` outside a triangle of its last two dims zeroed.
+pub(crate) fn triangle<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    diagonal: isize,
+    lower: bool,
+) -> Result<Buffer<E>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::triangle::<E>(op, s, layout, diagonal, lower), new_buffer)
 }
 
 /// Wraps a backend's pair of new buffers in their [`Buffer`] variant.

@@ -50,9 +50,6 @@ pub use pool::{
 
 pub(crate) mod dispatch;
 
-#[cfg(feature = "cuda")]
-use crate::backend::device::mixed_devices;
-
 /// The elements of a storage, on one device.
 #[derive(Debug)]
 pub(crate) enum Buffer<E> {
@@ -353,16 +350,6 @@ pub(crate) fn with_read_buffers3<A: Element, B: Element, C: Element, R>(
     f(ba, bb, bc)
 }
 
-/// [`with_read_buffers2`] on host slices; an error naming `op` for a buffer on a device.
-pub(crate) fn with_read2<A: Element, B: Element, R>(
-    op: &'static str,
-    a: &Storage<A>,
-    b: &Storage<B>,
-    f: impl FnOnce(&[A], &[B]) -> R,
-) -> Result<R> {
-    with_read_buffers2(a, b, |ba, bb| Ok(f(ba.cpu(op)?, bb.cpu(op)?)))
-}
-
 /// Runs `f` with exclusive access to `dst`'s buffer and shared access to `src`'s, which must
 /// be a different storage (in-place ops copy an aliasing source first), locking in global
 /// order.
@@ -387,13 +374,12 @@ pub(crate) fn with_write_read_buffers<A: Element, B: Element, R>(
     f(&mut gd, &gs)
 }
 
-/// Runs `f` with a shared view of every storage in `storages` (in the same order; a storage
-/// given several times is locked once and handed out several times), taking the locks in the
-/// global order.
-pub(crate) fn with_read_all<E: Element, R>(
-    op: &'static str,
+/// Runs `f` with the buffers of every storage in `storages` (in the same order; a storage
+/// given several times is locked once and handed out several times), under their shared
+/// locks, taken in the global order.
+pub(crate) fn with_read_buffers_all<E: Element, R>(
     storages: &[&Storage<E>],
-    f: impl FnOnce(&[&[E]]) -> R,
+    f: impl FnOnce(&[&Buffer<E>]) -> Result<R>,
 ) -> Result<R> {
     let mut order: Vec<usize> = (0..storages.len()).collect();
     order.sort_by_key(|&i| storages[i].lock_order());
@@ -402,95 +388,9 @@ pub(crate) fn with_read_all<E: Element, R>(
         .iter()
         .map(|&i| (storages[i].lock_order(), storages[i].read()))
         .collect();
-    let slices = storages
+    let buffers: Vec<&Buffer<E>> = storages
         .iter()
-        .map(|s| {
-            let at = guards.partition_point(|(key, _)| *key < s.lock_order());
-            guards[at].1.cpu(op)
-        })
-        .collect::<Result<Vec<&[E]>>>()?;
-    Ok(f(&slices))
-}
-
-/// A storage of any element type, seen by device code, whose buffers are untyped.
-#[cfg(feature = "cuda")]
-pub(crate) trait AnyStorage {
-    /// See [`Storage::lock_order`].
-    fn order(&self) -> usize;
-    /// See [`Storage::device`].
-    fn on(&self) -> Device;
-    /// Takes the shared lock; the guard hands out the CUDA buffer.
-    fn read_cuda(&self) -> Box<dyn CudaGuard + '_>;
-}
-
-/// A held shared lock on a storage, for device code.
-#[cfg(feature = "cuda")]
-pub(crate) trait CudaGuard {
-    /// The CUDA buffer behind the lock; an error naming `op` for a host buffer.
-    fn buffer(&self, op: &'static str) -> Result<&crate::backend::cuda::CudaBuffer>;
-}
-
-#[cfg(feature = "cuda")]
-impl<E: Element> CudaGuard for RwLockReadGuard<'_, Buffer<E>> {
-    fn buffer(&self, op: &'static str) -> Result<&crate::backend::cuda::CudaBuffer> {
-        match &**self {
-            Buffer::Cuda(b) => Ok(b),
-            Buffer::Cpu(_) => Err(Error::new(
-                ErrorKind::Device,
-                op,
-                "expected a tensor on a CUDA device, found one on cpu",
-            )),
-        }
-    }
-}
-
-#[cfg(feature = "cuda")]
-impl<E: Element> AnyStorage for Storage<E> {
-    fn order(&self) -> usize {
-        self.lock_order()
-    }
-    fn on(&self) -> Device {
-        self.device()
-    }
-    fn read_cuda(&self) -> Box<dyn CudaGuard + '_> {
-        Box::new(self.read())
-    }
-}
-
-/// Runs `f` with the CUDA buffers of `storages` (in the same order; a storage given several
-/// times is locked once and handed out several times), holding each one's shared lock, taken
-/// in the global order, for the whole call. Storages on different devices are an
-/// [`ErrorKind::Device`] error naming both, before any lock is taken.
-///
-/// Device code queues its kernels on the device's one stream inside `f`, so the stream runs
-/// operations in the order their locks were granted and the aliasing rules above hold on the
-/// device as on the host.
-#[cfg(feature = "cuda")]
-pub(crate) fn with_cuda_read<R>(
-    op: &'static str,
-    storages: &[&dyn AnyStorage],
-    f: impl FnOnce(&[&crate::backend::cuda::CudaBuffer]) -> Result<R>,
-) -> Result<R> {
-    if let Some(first) = storages.first() {
-        for s in storages {
-            if s.on() != first.on() {
-                return Err(mixed_devices(op, first.on(), s.on()));
-            }
-        }
-    }
-    let mut order: Vec<usize> = (0..storages.len()).collect();
-    order.sort_by_key(|&i| storages[i].order());
-    order.dedup_by_key(|i| storages[*i].order());
-    let guards: Vec<(usize, Box<dyn CudaGuard + '_>)> = order
-        .iter()
-        .map(|&i| (storages[i].order(), storages[i].read_cuda()))
+        .map(|s| &*guards[guards.partition_point(|(key, _)| *key < s.lock_order())].1)
         .collect();
-    let buffers = storages
-        .iter()
-        .map(|s| {
-            let at = guards.partition_point(|(key, _)| *key < s.order());
-            guards[at].1.buffer(op)
-        })
-        .collect::<Result<Vec<_>>>()?;
     f(&buffers)
 }

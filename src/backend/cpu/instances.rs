@@ -19,10 +19,15 @@
 //!   and panics.
 
 use super::convert::{as_type, as_type_mut};
+use super::copy::gather_to_vec;
 use super::elementwise::{
     map_inplace, map_new, masked_fill_inplace, select_new, zip_inplace, zip_new,
 };
+use super::matmul::matmul_op;
 use super::reduction::{Reduced, arg_reduce_op, reduce_op};
+use super::scan::{scan_op, softmax_op};
+use super::select::{cat, gather_op, index_select_op};
+use super::shape::{flip_to_vec, mask_triangle};
 use crate::backend::Backend;
 use crate::backend::op::{BinaryLoop, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryLoop, UnaryOp};
 use crate::dtype::{DType, Element, Kernel, Native};
@@ -168,6 +173,36 @@ pub(crate) trait Instances: Element {
     fn reduce(rop: ReduceOp, src: &[Self], layout: &Layout, mask: &[bool]) -> Reduced<Self>;
     /// See [`Backend::arg_reduce`].
     fn arg_reduce(max: bool, src: &[Self], layout: &Layout, dim: usize) -> (Vec<Self>, Vec<i64>);
+    /// See [`Backend::softmax`] (float types only).
+    fn softmax(src: &[Self], layout: &Layout, dim: usize, log: bool) -> Vec<Self>;
+    /// See [`Backend::scan`].
+    fn scan(prod: bool, src: &[Self], layout: &Layout, dim: usize) -> Vec<Self::Sum>;
+    /// See [`Backend::index_select`].
+    fn index_select(
+        op: &'static str,
+        src: &[Self],
+        layout: &Layout,
+        dim: usize,
+        index: &[i64],
+        li: &Layout,
+    ) -> Result<Vec<Self>>;
+    /// See [`Backend::gather`].
+    fn gather(
+        op: &'static str,
+        src: &[Self],
+        layout: &Layout,
+        dim: usize,
+        index: &[i64],
+        li: &Layout,
+    ) -> Result<Vec<Self>>;
+    /// See [`Backend::cat`].
+    fn cat(parts: &[(&[Self], &Layout)], dim: usize, out_shape: &[usize]) -> Vec<Self>;
+    /// See [`Backend::matmul`] (not `bool`).
+    fn matmul(a: &[Self], la: &Layout, b: &[Self], lb: &Layout) -> Vec<Self>;
+    /// See [`Backend::flip`].
+    fn flip(src: &[Self], layout: &Layout, flip: &[bool]) -> Vec<Self>;
+    /// See [`Backend::triangle`].
+    fn triangle(src: &[Self], layout: &Layout, diagonal: isize, lower: bool) -> Vec<Self>;
 }
 
 impl<E: Kernel> Reduced<E> {
@@ -316,6 +351,13 @@ macro_rules! instances {
     (@unary numeric, $t:ty, $c:ty, $uop:expr, $src:expr, $l:expr) => {
         $uop.with_numeric::<$c, _>(MapNew::<$t, false> { src: $src, layout: $l }).expect(FLOAT_ONLY)
     };
+    (@softmax float, $t:ty, $c:ty, $src:expr, $l:expr, $dim:expr, $log:expr) => {
+        softmax_op::<$t, $c>($src, $l, $dim, $log)
+    };
+    (@softmax numeric, $t:ty, $c:ty, $src:expr, $l:expr, $dim:expr, $log:expr) => {{
+        let _ = ($src, $l, $dim, $log);
+        unreachable!("{}", FLOAT_ONLY)
+    }};
     (@unary_ float, $t:ty, $c:ty, $uop:expr, $buf:expr, $dst:expr) => {
         $uop.with_float::<$c, _>(MapInplace::<$t, true> { buf: $buf, dst: $dst })
     };
@@ -372,6 +414,48 @@ macro_rules! instances {
             }
             fn arg_reduce(max: bool, src: &[$t], layout: &Layout, dim: usize) -> (Vec<$t>, Vec<i64>) {
                 arg_reduce_op(max, src, layout, dim)
+            }
+            fn softmax(src: &[$t], layout: &Layout, dim: usize, log: bool) -> Vec<$t> {
+                instances!(@softmax $kind, $t, $c, src, layout, dim, log)
+            }
+            fn scan(prod: bool, src: &[$t], layout: &Layout, dim: usize) -> Vec<<$t as Kernel>::Sum> {
+                scan_op(prod, src, layout, dim)
+            }
+            fn index_select(
+                op: &'static str,
+                src: &[$t],
+                layout: &Layout,
+                dim: usize,
+                index: &[i64],
+                li: &Layout,
+            ) -> Result<Vec<$t>> {
+                index_select_op(op, src, layout, dim, index, li)
+            }
+            fn gather(
+                op: &'static str,
+                src: &[$t],
+                layout: &Layout,
+                dim: usize,
+                index: &[i64],
+                li: &Layout,
+            ) -> Result<Vec<$t>> {
+                gather_op(op, src, layout, dim, index, li)
+            }
+            fn cat(parts: &[(&[$t], &Layout)], dim: usize, out_shape: &[usize]) -> Vec<$t> {
+                cat(out_shape, dim, parts)
+            }
+            fn matmul(a: &[$t], la: &Layout, b: &[$t], lb: &Layout) -> Vec<$t> {
+                matmul_op(a, la, b, lb)
+            }
+            fn flip(src: &[$t], layout: &Layout, flip: &[bool]) -> Vec<$t> {
+                flip_to_vec(src, layout, flip)
+            }
+            fn triangle(src: &[$t], layout: &Layout, diagonal: isize, lower: bool) -> Vec<$t> {
+                let mut data = gather_to_vec(src, layout);
+                let r = layout.rank();
+                let (m, n) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
+                mask_triangle(&mut data, m, n, diagonal, lower, <$t as Element>::ZERO);
+                data
             }
         }
     )*)*};
@@ -555,5 +639,107 @@ impl Backend for Cpu {
             let (values, indices) = T::arg_reduce(max, retype(src), layout, dim);
             (retype_vec(values), indices)
         }))
+    }
+
+    fn softmax<E: Element>(
+        _op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::softmax(retype(src), layout, dim, log))))
+    }
+
+    fn scan<E: Element, O: Element>(
+        _op: &'static str,
+        prod: bool,
+        src: &Vec<E>,
+        layout: &Layout,
+        dim: usize,
+    ) -> Result<Vec<O>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::scan(prod, retype(src), layout, dim))))
+    }
+
+    fn index_select<E: Element>(
+        op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        dim: usize,
+        index: &Vec<i64>,
+        index_layout: &Layout,
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::index_select(
+            op,
+            retype(src),
+            layout,
+            dim,
+            index,
+            index_layout
+        )?)))
+    }
+
+    fn gather<E: Element>(
+        op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        dim: usize,
+        index: &Vec<i64>,
+        index_layout: &Layout,
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::gather(
+            op,
+            retype(src),
+            layout,
+            dim,
+            index,
+            index_layout
+        )?)))
+    }
+
+    fn cat<E: Element>(
+        _op: &'static str,
+        parts: &[(&Vec<E>, &Layout)],
+        dim: usize,
+        out_shape: &[usize],
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => {
+            let parts: Vec<(&[T], &Layout)> = parts.iter().map(|&(v, l)| (retype(v), l)).collect();
+            retype_vec(T::cat(&parts, dim, out_shape))
+        }))
+    }
+
+    fn matmul<E: Element>(
+        _op: &'static str,
+        a: &Vec<E>,
+        la: &Layout,
+        b: &Vec<E>,
+        lb: &Layout,
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::matmul(retype(a), la, retype(b), lb))))
+    }
+
+    fn flip<E: Element>(
+        _op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        flip: &[bool],
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::flip(retype(src), layout, flip))))
+    }
+
+    fn triangle<E: Element>(
+        _op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        diagonal: isize,
+        lower: bool,
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::triangle(
+            retype(src),
+            layout,
+            diagonal,
+            lower
+        ))))
     }
 }

@@ -11,9 +11,11 @@
 //! `i64` with wrapping arithmetic (the same result as wrapping arithmetic in the element type,
 //! since every integer type's arithmetic is `i64`'s modulo its width).
 
+use super::elementwise::map_new;
 use super::parallel::{for_each_row_chunk, for_each_with_caller, pool};
 use super::pool::take as take_buffer;
 use crate::dtype::{DType, Element};
+use crate::layout::{Coalesced, Layout};
 use gemm::Parallelism;
 use std::mem::MaybeUninit;
 
@@ -50,6 +52,90 @@ pub(crate) fn matmul<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
         DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => int_batched(a, b, p),
         DType::BF16 | DType::Bool => unreachable!("matmul kernel called for {}", E::DTYPE),
     }
+}
+
+/// The products of `la` over `a` (sizes `[batch…, m, k]`) and `lb` over `b` (`[batch…, k, n]`,
+/// the same batch sizes, broadcast batch dims with stride 0), row-major `[batch…, m, n]`.
+/// `bf16` has too few bits to accumulate in: it is computed in `f32` and rounded once.
+pub(crate) fn matmul_op<E: Element>(a: &[E], la: &Layout, b: &[E], lb: &Layout) -> Vec<E> {
+    if E::DTYPE != DType::BF16 {
+        return matmul(a, b, &batched(la, lb));
+    }
+    // Each operand's distinct elements in f32, seen again at the expanded sizes.
+    let widen = |src: &[E], l: &Layout| -> (Vec<f32>, Layout) {
+        let distinct = l.collapse_broadcast();
+        let wide = map_new::<E, f32, f32, f32, false>(src, &distinct, |x| x);
+        let sizes: Vec<isize> = l.sizes().iter().map(|&s| s as isize).collect();
+        let back = Layout::contiguous(distinct.sizes())
+            .and_then(|c| c.expand(&sizes))
+            .expect("a valid layout's sizes");
+        (wide, back)
+    };
+    let ((a32, la32), (b32, lb32)) = (widen(a, la), widen(b, lb));
+    let product = matmul(&a32, &b32, &batched(&la32, &lb32));
+    let whole = Layout::contiguous(&[product.len()]).expect("a buffer's length fits a layout");
+    map_new::<f32, f32, f32, E, false>(&product, &whole, |x| x)
+}
+
+/// The [`Batched`] problem of `la · lb` (see [`matmul_op`]): a right operand shared by the
+/// whole batch and a left operand whose batch dims continue its row dim with matching strides
+/// make one product with `batches · m` rows; otherwise one offset pair per product (none when
+/// the products are empty: the batch may still be large, and the result has no element).
+fn batched(la: &Layout, lb: &Layout) -> Batched {
+    let r = la.rank();
+    debug_assert!(r >= 2 && lb.rank() == r && la.sizes()[..r - 2] == lb.sizes()[..r - 2]);
+    let batch = &la.sizes()[..r - 2];
+    let (m, k, n) = (la.sizes()[r - 2], la.sizes()[r - 1], lb.sizes()[r - 1]);
+    let (bsa, bsb) = (&la.strides()[..r - 2], &lb.strides()[..r - 2]);
+    let a_strides = [la.strides()[r - 2], la.strides()[r - 1]];
+    let b_strides = [lb.strides()[r - 2], lb.strides()[r - 1]];
+    let b_shared = batch.iter().zip(bsb).all(|(&s, &st)| s <= 1 || st == 0);
+    if b_shared && let Some(row_stride) = fold_rows(batch, bsa, m, a_strides[0]) {
+        return Batched {
+            m: batch.iter().product::<usize>() * m,
+            n,
+            k,
+            a_strides: [row_stride, a_strides[1]],
+            b_strides,
+            offsets: vec![[la.offset(), lb.offset()]],
+        };
+    }
+    let mut offsets = Vec::new();
+    if m > 0 && n > 0 {
+        let walk = Coalesced::new(batch, [bsa, bsb], [la.offset(), lb.offset()]);
+        offsets.reserve_exact(batch.iter().product());
+        walk.for_each_block(|blk| {
+            let ([a0, b0], [da, db]) = (blk.starts, blk.strides);
+            offsets.extend((0..blk.len).map(|i| [a0 + i * da, b0 + i * db]));
+        });
+    }
+    Batched {
+        m,
+        n,
+        k,
+        a_strides,
+        b_strides,
+        offsets,
+    }
+}
+
+/// The row stride of the left operand seen as one `(batches · m) × k` matrix, if its batch
+/// dims and row dim form a single strided run.
+fn fold_rows(batch: &[usize], strides: &[usize], m: usize, row_stride: usize) -> Option<usize> {
+    let dims: Vec<(usize, usize)> = batch
+        .iter()
+        .zip(strides)
+        .map(|(&s, &st)| (s, st))
+        .chain(std::iter::once((m, row_stride)))
+        .filter(|&(s, _)| s != 1)
+        .collect();
+    if dims.iter().any(|&(s, _)| s == 0) {
+        return None;
+    }
+    if !dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0) {
+        return None;
+    }
+    Some(dims.last().map_or(row_stride, |&(_, stride)| stride))
 }
 
 /// Products of at least this many multiply-adds that have rows enough for every thread are
@@ -203,4 +289,74 @@ fn int_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
         }
     });
     out
+}
+
+#[cfg(test)]
+mod batched_tests {
+    use super::*;
+
+    /// The layouts the ops layer hands over for contiguous operands of shapes `a` and `b`
+    /// (both at least 2-D): batch dims broadcast to their common shape.
+    fn expanded(a: Layout, b: Layout) -> (Layout, Layout) {
+        let (ra, rb) = (a.rank(), b.rank());
+        let r = ra.max(rb);
+        let batch: Vec<usize> = (0..r - 2)
+            .map(|d| {
+                let size =
+                    |l: &Layout, rl: usize| (d + rl).checked_sub(r).map_or(1, |e| l.sizes()[e]);
+                size(&a, ra).max(size(&b, rb))
+            })
+            .collect();
+        let with = |l: &Layout| {
+            let rl = l.rank();
+            let sizes: Vec<isize> = batch
+                .iter()
+                .chain(&l.sizes()[rl - 2..])
+                .map(|&s| s as isize)
+                .collect();
+            l.expand(&sizes).unwrap()
+        };
+        (with(&a), with(&b))
+    }
+
+    fn batched_of(a: &[usize], b: &[usize]) -> Batched {
+        let (la, lb) = expanded(
+            Layout::contiguous(a).unwrap(),
+            Layout::contiguous(b).unwrap(),
+        );
+        batched(&la, &lb)
+    }
+
+    #[test]
+    fn a_batch_over_a_shared_right_operand_is_one_product() {
+        let p = batched_of(&[3, 4, 5, 6], &[6, 7]);
+        assert_eq!((p.m, p.n, p.k, p.offsets.len()), (60, 7, 6, 1));
+        assert_eq!(p.a_strides, [6, 1]);
+        // A transposed batch does not fold.
+        let a = Layout::contiguous(&[5, 3, 6])
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap();
+        let (la, lb) = expanded(a, Layout::contiguous(&[6, 7]).unwrap());
+        let p = batched(&la, &lb);
+        assert_eq!((p.m, p.offsets.len()), (5, 3));
+        assert_eq!(p.offsets, vec![[0, 0], [6, 0], [12, 0]]);
+    }
+
+    #[test]
+    fn broadcast_batches_repeat_offsets() {
+        let p = batched_of(&[2, 1, 2, 3], &[3, 3, 4]);
+        assert_eq!(p.offsets.len(), 6);
+        let a: Vec<usize> = p.offsets.iter().map(|o| o[0]).collect();
+        let b: Vec<usize> = p.offsets.iter().map(|o| o[1]).collect();
+        assert_eq!(a, [0, 0, 0, 6, 6, 6]);
+        assert_eq!(b, [0, 12, 24, 0, 12, 24]);
+    }
+
+    #[test]
+    fn empty_products_need_no_offsets() {
+        let b = Layout::new(&[1 << 40, 3, 0], &[0, 1, 1], 0).unwrap();
+        let (la, lb) = expanded(Layout::contiguous(&[2, 3]).unwrap(), b);
+        assert!(batched(&la, &lb).offsets.is_empty());
+    }
 }

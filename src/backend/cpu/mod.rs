@@ -20,6 +20,3 @@ pub(crate) mod vmath;
 
 pub(crate) use copy::{copy_cast, fill_strided, full, gather_to_vec, map_to_vec};
 pub(crate) use instances::Cpu;
-pub(crate) use matmul::{Batched, matmul};
-pub(crate) use select::{cat, gather, index_select};
-pub(crate) use shape::{flip_to_vec, mask_triangle};

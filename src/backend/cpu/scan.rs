@@ -5,12 +5,15 @@
 //! With `inner == 1` each lane is a contiguous row; otherwise lanes are columns, processed in
 //! blocks of adjacent columns so that the loops run along memory.
 
+use super::convert::{as_type, vec_into};
+use super::elementwise::map_new;
 use super::parallel::{for_each_chunk_mut, task_count};
 use super::pool::take as take_buffer;
 use super::reduce::{max_slice, sum_slice};
 use super::vmath::vectorized;
 use crate::dtype::Element;
 use crate::dtype::{Native, NativeFloat, cast};
+use crate::layout::Layout;
 use std::mem::MaybeUninit;
 
 const COLS: usize = 256;
@@ -169,4 +172,57 @@ pub(crate) fn scan<O: Element, W: Native>(
             }
         }
     });
+}
+
+/// `(n, inner)` of `sizes` seen as `[outer, n, inner]` around `dim` (a 0-d layout is one lane
+/// of one element).
+fn around(sizes: &[usize], dim: usize) -> (usize, usize) {
+    if sizes.is_empty() {
+        (1, 1)
+    } else {
+        (sizes[dim], sizes[dim + 1..].iter().product())
+    }
+}
+
+/// Softmax (or log-softmax) of `layout` over `src` along `dim`, computed in `T`. A contiguous
+/// input already of type `T` is read where it is; any other is gathered (and converted) first.
+pub(crate) fn softmax_op<E: Element, T: NativeFloat>(
+    src: &[E],
+    layout: &Layout,
+    dim: usize,
+    log: bool,
+) -> Vec<E> {
+    let (n, inner) = around(layout.sizes(), dim);
+    let start = layout.offset();
+    if layout.is_contiguous()
+        && let Some(s) = as_type::<E, T>(&src[start..start + layout.numel()])
+    {
+        return vec_into(softmax(s, n, inner, log));
+    }
+    let gathered = map_new::<E, T, T, T, false>(src, layout, |x| x);
+    vec_into(softmax(&gathered, n, inner, log))
+}
+
+/// Running sums (or products) of `layout` over `src` along `dim`, stored as `O`: `f64`
+/// accumulators for a float `O`, wrapping `i64` ones otherwise.
+pub(crate) fn scan_op<E: Element, O: Element>(
+    prod: bool,
+    src: &[E],
+    layout: &Layout,
+    dim: usize,
+) -> Vec<O> {
+    let (n, inner) = around(layout.sizes(), dim);
+    let mut buf = map_new::<E, O, O, O, false>(src, layout, |x| x);
+    if O::DTYPE.is_float() {
+        if prod {
+            scan(&mut buf, n, inner, 1.0f64, |a, b| a * b);
+        } else {
+            scan(&mut buf, n, inner, 0.0f64, |a, b| a + b);
+        }
+    } else if prod {
+        scan(&mut buf, n, inner, 1i64, |a, b| a.nmul(b));
+    } else {
+        scan(&mut buf, n, inner, 0i64, |a, b| a.nadd(b));
+    }
+    buf
 }

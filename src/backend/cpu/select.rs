@@ -5,8 +5,10 @@
 //! [`for_each_row_chunk`]); indices have been checked against their dims by the caller, and
 //! every source access is bounds-checked anyway.
 
+use super::copy::gather_to_vec;
 use super::parallel::for_each_row_chunk;
-use crate::layout::{Coalesced, Layout, contiguous_strides};
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{Coalesced, Layout, contiguous_strides, for_each_block};
 use std::mem::MaybeUninit;
 
 /// Copies the row-major elements of `walk` (one operand, at `base` plus its offset) into
@@ -167,4 +169,63 @@ pub(crate) fn cat<E: Copy + Send + Sync>(
     // each `copy_walk` fills its `len` slots; the chunks cover all `rows` rows.
     unsafe { out.set_len(n) };
     out
+}
+
+/// Fails with [`ErrorKind::IndexOutOfRange`] naming the first index of `li` over `index` that
+/// is outside `0..shape[dim]` (negative indices are out of range, as in PyTorch).
+fn check_indices(
+    op: &'static str,
+    index: &[i64],
+    li: &Layout,
+    dim: usize,
+    shape: &[usize],
+) -> Result<()> {
+    let size = shape[dim];
+    let mut bad = None;
+    for_each_block(li, |b| {
+        if bad.is_none() {
+            let (start, stride) = (b.starts[0], b.strides[0]);
+            bad = (0..b.len)
+                .map(|i| index[start + i * stride])
+                .find(|&v| v < 0 || v as u64 >= size as u64);
+        }
+    });
+    match bad {
+        Some(v) => Err(Error::new(
+            ErrorKind::IndexOutOfRange,
+            op,
+            format!("index {v} is out of range for dim {dim} of size {size} (shape {shape:?})"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// [`index_select`] with the 1-D (or 0-d) index view `li` over `index`, checked first.
+pub(crate) fn index_select_op<E: Copy + Send + Sync>(
+    op: &'static str,
+    src: &[E],
+    layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    li: &Layout,
+) -> Result<Vec<E>> {
+    check_indices(op, index, li, dim, layout.sizes())?;
+    let idx: Vec<usize> = gather_to_vec(index, li)
+        .into_iter()
+        .map(|v| v as usize)
+        .collect();
+    Ok(index_select(src, layout, dim, &idx))
+}
+
+/// [`gather`] with its indices checked first.
+pub(crate) fn gather_op<E: Copy + Send + Sync>(
+    op: &'static str,
+    src: &[E],
+    layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    li: &Layout,
+) -> Result<Vec<E>> {
+    check_indices(op, index, li, dim, layout.sizes())?;
+    Ok(gather(src, layout, dim, index, li))
 }

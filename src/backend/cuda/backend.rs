@@ -20,7 +20,7 @@
 
 use super::copy;
 use super::kernels::Supports;
-use super::{CudaBuffer, compute};
+use super::{CudaBuffer, blas, compute};
 use crate::backend::Backend;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
 use crate::dtype::{DType, Element};
@@ -78,21 +78,10 @@ pub(crate) fn operand<'a>(
         return Ok((buf, layout.clone()));
     }
     // A broadcast view is converted at its own size (its stride-0 dims gathered once).
-    let (sizes, strides): (Vec<usize>, Vec<usize>) = layout
-        .sizes()
-        .iter()
-        .zip(layout.strides())
-        .map(|(&size, &stride)| if stride == 0 { (1, 0) } else { (size, stride) })
-        .unzip();
-    let compact = Layout::new(&sizes, &strides, layout.offset())?;
+    let compact = layout.collapse_broadcast();
     let c = copy::cast(op, buf, &compact, k)?;
-    let back = Layout::contiguous(&sizes)?.expand(
-        &layout
-            .sizes()
-            .iter()
-            .map(|&s| s as isize)
-            .collect::<Vec<_>>(),
-    )?;
+    let sizes: Vec<isize> = layout.sizes().iter().map(|&s| s as isize).collect();
+    let back = Layout::contiguous(compact.sizes())?.expand(&sizes)?;
     Ok((&*slot.insert(c), back))
 }
 
@@ -216,6 +205,52 @@ pub(crate) fn reduce_buf(
         }
     };
     compute::reduce(op, rop, src, &l, kept.len())
+}
+
+/// Fails unless every element of the `i64` view `(index, layout)` is in `0..shape[dim]`.
+///
+/// The check runs before any indexed read is launched: the minimum and the maximum of the
+/// indices are reduced on the device and copied back (two scalars), so an out-of-range index
+/// is an [`ErrorKind::IndexOutOfRange`] error with the CPU's message, reporting the smallest
+/// negative or else the largest too-large index (the CPU reports the first in order).
+fn check_index_range(
+    op: &'static str,
+    index: &CudaBuffer,
+    layout: &Layout,
+    dim: usize,
+    shape: &[usize],
+) -> Result<()> {
+    if layout.numel() == 0 {
+        return Ok(());
+    }
+    let flat = if layout.rank() == 0 {
+        layout.unsqueeze(0)?
+    } else {
+        layout.clone()
+    };
+    let all = vec![true; flat.rank()];
+    let lo = reduce_buf(op, ReduceOp::Min, index, &flat, &all)?.read::<i64>(op, 0, 1)?[0];
+    let hi = reduce_buf(op, ReduceOp::Max, index, &flat, &all)?.read::<i64>(op, 0, 1)?[0];
+    let size = shape[dim];
+    let bad = if lo < 0 {
+        lo
+    } else if hi as u64 >= size as u64 {
+        hi
+    } else {
+        return Ok(());
+    };
+    Err(Error::new(
+        ErrorKind::IndexOutOfRange,
+        op,
+        format!("index {bad} is out of range for dim {dim} of size {size} (shape {shape:?})"),
+    ))
+}
+
+/// The source view of an indexed read: `t`'s layout at `sizes` with stride 0 in `d`.
+fn indexed_source(t: &Layout, sizes: &[usize], d: usize) -> Layout {
+    let mut strides = t.strides().to_vec();
+    strides[d] = 0;
+    Layout::from_parts_unchecked(sizes.to_vec(), strides, t.offset())
 }
 
 /// Writes the contiguous `result` back through `dst` over `buf`.
@@ -431,5 +466,166 @@ impl Backend for Cuda {
             reduce_buf(op, value, src, layout, &mask)?,
             reduce_buf(op, index, src, layout, &mask)?,
         ))
+    }
+
+    fn softmax<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<CudaBuffer> {
+        if layout.rank() == 0 {
+            return compute::softmax(op, src, &layout.unsqueeze(0)?, log);
+        }
+        let last = layout.rank() - 1;
+        // The kernel works on the last dim: move `dim` there, and the result back.
+        let moved = layout.transpose(dim as isize, last as isize)?;
+        let r = compute::softmax(op, src, &moved, log)?;
+        if dim == last {
+            return Ok(r);
+        }
+        let back = Layout::contiguous(moved.sizes())?.transpose(dim as isize, last as isize)?;
+        copy::cast(op, &r, &back, E::DTYPE)
+    }
+
+    fn scan<E: Element, O: Element>(
+        op: &'static str,
+        prod: bool,
+        src: &CudaBuffer,
+        layout: &Layout,
+        dim: usize,
+    ) -> Result<CudaBuffer> {
+        // Converted to the result type first, then scanned one thread per lane (accumulating
+        // in f64 or wrapping i64, as the CPU).
+        let x = copy::cast(op, src, layout, O::DTYPE)?;
+        let sizes = layout.sizes();
+        let (len, inner) = if sizes.is_empty() {
+            (1, 1)
+        } else {
+            (sizes[dim], sizes[dim + 1..].iter().product())
+        };
+        let outer = layout.numel().checked_div(len * inner).unwrap_or(0);
+        compute::scan(op, &x, outer, len, inner, prod)
+    }
+
+    fn index_select<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        dim: usize,
+        index: &CudaBuffer,
+        index_layout: &Layout,
+    ) -> Result<CudaBuffer> {
+        check_index_range(op, index, index_layout, dim, layout.sizes())?;
+        let mut shape = layout.sizes().to_vec();
+        shape[dim] = index_layout.numel();
+        let ls = indexed_source(layout, &shape, dim);
+        let mut istrides = vec![0; shape.len()];
+        if index_layout.rank() == 1 {
+            istrides[dim] = index_layout.strides()[0];
+        }
+        let li = Layout::from_parts_unchecked(shape, istrides, index_layout.offset());
+        let (stride, size) = (layout.strides()[dim], layout.sizes()[dim]);
+        compute::index(op, src, &ls, index, &li, stride, size)
+    }
+
+    fn gather<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        dim: usize,
+        index: &CudaBuffer,
+        index_layout: &Layout,
+    ) -> Result<CudaBuffer> {
+        check_index_range(op, index, index_layout, dim, layout.sizes())?;
+        let ls = indexed_source(layout, index_layout.sizes(), dim);
+        let (stride, size) = (layout.strides()[dim], layout.sizes()[dim]);
+        compute::index(op, src, &ls, index, index_layout, stride, size)
+    }
+
+    fn cat<E: Element>(
+        op: &'static str,
+        parts: &[(&CudaBuffer, &Layout)],
+        dim: usize,
+        out_shape: &[usize],
+    ) -> Result<CudaBuffer> {
+        // Allocated on the device and each part copied into its slice of it.
+        let full = Layout::contiguous(out_shape)?;
+        let dev = parts[0].0.cuda_device();
+        let mut out = CudaBuffer::alloc(op, dev, E::DTYPE, full.numel())?;
+        let mut at = 0;
+        for &(buf, layout) in parts {
+            let len = layout.sizes()[dim];
+            let slot = full.narrow(dim as isize, at as isize, len)?;
+            copy::copy(op, &mut out, &slot, buf, layout)?;
+            at += len;
+        }
+        Ok(out)
+    }
+
+    fn matmul<E: Element>(
+        op: &'static str,
+        a: &CudaBuffer,
+        la: &Layout,
+        b: &CudaBuffer,
+        lb: &Layout,
+    ) -> Result<CudaBuffer> {
+        blas::matmul(op, a, la, b, lb)
+    }
+
+    fn flip<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        flip: &[bool],
+    ) -> Result<CudaBuffer> {
+        if layout.numel() == 0 {
+            return copy::cast(op, src, layout, E::DTYPE);
+        }
+        // One strided copy whose flipped dims start at their last element and step back
+        // (strides modulo 2^64, see `copy::cast_strided`).
+        let (sizes, mut offset) = (layout.sizes(), layout.offset());
+        let strides: Vec<usize> = (0..layout.rank())
+            .map(|d| {
+                let s = layout.strides()[d];
+                if flip[d] {
+                    offset += (sizes[d] - 1) * s;
+                    s.wrapping_neg()
+                } else {
+                    s
+                }
+            })
+            .collect();
+        copy::cast_strided(op, src, sizes, &strides, offset, E::DTYPE)
+    }
+
+    fn triangle<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        diagonal: isize,
+        lower: bool,
+    ) -> Result<CudaBuffer> {
+        // A `[m, n]` keep-mask built on the host and uploaded, broadcast over the batch, then
+        // a select against zero.
+        let shape = layout.sizes();
+        let r = shape.len();
+        let (m, n) = (shape[r - 2], shape[r - 1]);
+        let keep: Vec<bool> = (0..m * n)
+            .map(|k| {
+                let (i, j) = ((k / n) as isize, (k % n) as isize);
+                if lower {
+                    j <= i.saturating_add(diagonal)
+                } else {
+                    j >= i.saturating_add(diagonal)
+                }
+            })
+            .collect();
+        let mask = CudaBuffer::from_host(op, src.cuda_device(), &keep)?;
+        let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+        let lm = Layout::contiguous(&[m, n])?.expand(&sizes)?;
+        let zero = scalar_buf(op, src, E::DTYPE, 0.0)?;
+        compute::where_(op, &mask, &lm, src, layout, &zero, &scalar_layout(shape)?)
     }
 }
