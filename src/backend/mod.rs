@@ -19,6 +19,7 @@
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::Layout;
+use device::Device;
 use op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 
 pub mod cpu;
@@ -42,6 +43,42 @@ pub(crate) trait Backend {
     type Buffer<E: Element>;
 
     // ---- memory ----
+
+    /// The number of elements of `buf`.
+    fn len<E: Element>(buf: &Self::Buffer<E>) -> usize;
+
+    /// The device holding `buf`.
+    fn device<E: Element>(buf: &Self::Buffer<E>) -> Device;
+
+    /// A buffer on `device` (one of this backend's) holding `data`.
+    fn from_host<E: Element>(
+        op: &'static str,
+        device: Device,
+        data: &[E],
+    ) -> Result<Self::Buffer<E>>;
+
+    /// A buffer on `device` of `len` copies of `value`.
+    fn full<E: Element>(
+        op: &'static str,
+        device: Device,
+        len: usize,
+        value: E,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// The elements of `layout` over `src`, in row-major order, on the host.
+    fn to_host<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+    ) -> Result<Vec<E>>;
+
+    /// Overwrites the element at storage position `index` (< len).
+    fn set<E: Element>(
+        op: &'static str,
+        buf: &mut Self::Buffer<E>,
+        index: usize,
+        value: E,
+    ) -> Result<()>;
 
     /// The elements of `layout` over `src`, converted to `F`, in a new contiguous buffer.
     fn cast<E: Element, F: Element>(

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::layout::Layout;
 
 #[cfg(feature = "cuda")]
-use crate::backend::cuda::{self, CudaBuffer};
+use crate::backend::cuda::CudaBuffer;
 
 /// Calls `$method` of the backend that holds every one of the buffers `$b`, binding each to
 /// its backend's buffer as `$x`; buffers of two devices are a [`mixed_devices`] error.
@@ -361,60 +361,63 @@ macro_rules! new_pair {
 }
 use new_pair;
 
+/// Runs `$call` with `$B` bound to the backend of `$device`.
+macro_rules! on_device {
+    ($op:expr, $device:expr, $B:ident => $call:expr) => {
+        match $device {
+            Device::Cpu => {
+                type $B = Cpu;
+                $call.map(Buffer::Cpu)
+            }
+            #[cfg(feature = "cuda")]
+            Device::Cuda(_) => {
+                type $B = Cuda;
+                $call.map(Buffer::Cuda)
+            }
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => Err(crate::backend::device::no_cuda_feature($op)),
+        }
+    };
+}
+
 impl<E: Element> Buffer<E> {
     /// Number of elements.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Buffer::Cpu(v) => v.len(),
+            Buffer::Cpu(b) => Cpu::len::<E>(b),
             #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => b.len(),
+            Buffer::Cuda(b) => Cuda::len::<E>(b),
         }
     }
 
     /// The device holding the elements.
     pub(crate) fn device(&self) -> Device {
         match self {
-            Buffer::Cpu(_) => Device::Cpu,
+            Buffer::Cpu(b) => Cpu::device::<E>(b),
             #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => b.device(),
+            Buffer::Cuda(b) => Cuda::device::<E>(b),
         }
     }
 
     /// The element at storage position `index` (< len).
     pub(crate) fn get(&self, op: &'static str, index: usize) -> Result<E> {
-        match self {
-            Buffer::Cpu(v) => Ok(v[index]),
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => Ok(b.read::<E>(op, index, 1)?[0]),
-        }
+        let one = Layout::new(&[1], &[1], index)?;
+        Ok(self.gather_to_vec(op, &one)?[0])
     }
 
     /// Overwrites the element at storage position `index` (< len).
     pub(crate) fn set(&mut self, op: &'static str, index: usize, value: E) -> Result<()> {
-        match self {
-            Buffer::Cpu(v) => v[index] = value,
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => b.write(op, index, &[value])?,
-        }
-        Ok(())
+        on_backend!(op, (self => b), B => B::set::<E>(op, b, index, value), as_is)
     }
 
     /// All elements in storage order, on the host.
     pub(crate) fn to_vec(&self, op: &'static str) -> Result<Vec<E>> {
-        match self {
-            Buffer::Cpu(v) => Ok(v.clone()),
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => b.read(op, 0, b.len()),
-        }
+        self.gather_to_vec(op, &Layout::contiguous(&[self.len()])?)
     }
 
     /// The elements of `layout` in row-major order, on the host.
     pub(crate) fn gather_to_vec(&self, op: &'static str, layout: &Layout) -> Result<Vec<E>> {
-        match self {
-            Buffer::Cpu(v) => Ok(crate::backend::cpu::gather_to_vec(v, layout)),
-            #[cfg(feature = "cuda")]
-            Buffer::Cuda(b) => cuda::copy::gather_to_host(op, b, layout),
-        }
+        on_backend!(op, (self => b), B => B::to_host::<E>(op, b, layout), as_is)
     }
 
     /// The elements of `layout` in a new contiguous buffer on the same device.
@@ -444,37 +447,30 @@ impl<E: Element> Buffer<E> {
         on_backend!(op, (self => d, src => s), B => B::copy_::<E, F>(op, d, dst_layout, s, src_layout), as_is)
     }
 
-    /// The buffer's elements moved to `device`: the elements of `layout`, contiguous.
+    /// The elements of `layout` moved to `device`, contiguous. Between devices the elements
+    /// pass through the host; a contiguous host view is handed over without a gather.
     pub(crate) fn to_device(
         &self,
         op: &'static str,
         layout: &Layout,
         device: Device,
     ) -> Result<Buffer<E>> {
-        match device {
-            Device::Cpu => Ok(Buffer::Cpu(self.gather_to_vec(op, layout)?)),
-            #[cfg(feature = "cuda")]
-            Device::Cuda(ordinal) => {
-                let dev = cuda::device::get(op, ordinal)?;
-                let on_device = match self {
-                    // A contiguous CPU view is uploaded as it is; others are gathered first.
-                    Buffer::Cpu(v) if layout.is_contiguous() => {
-                        let start = layout.offset();
-                        CudaBuffer::from_host(op, &dev, &v[start..start + layout.numel()])?
-                    }
-                    Buffer::Cpu(_) => {
-                        CudaBuffer::from_host(op, &dev, &self.gather_to_vec(op, layout)?)?
-                    }
-                    // Between CUDA devices through the host.
-                    Buffer::Cuda(_) => {
-                        CudaBuffer::from_host(op, &dev, &self.gather_to_vec(op, layout)?)?
-                    }
-                };
-                Ok(Buffer::Cuda(on_device))
-            }
-            #[cfg(not(feature = "cuda"))]
-            Device::Cuda(_) => Err(crate::backend::device::no_cuda_feature(op)),
+        if device == Device::Cpu {
+            // The host is where elements pass through anyway: gathered once.
+            return Ok(Buffer::Cpu(self.gather_to_vec(op, layout)?));
         }
+        let staged;
+        let host: &[E] = match self {
+            Buffer::Cpu(v) if layout.is_contiguous() => {
+                let start = layout.offset();
+                &v[start..start + layout.numel()]
+            }
+            _ => {
+                staged = self.gather_to_vec(op, layout)?;
+                &staged
+            }
+        };
+        on_device!(op, device, B => B::from_host::<E>(op, device, host))
     }
 
     /// A buffer of `len` copies of `value` on `device`.
@@ -484,24 +480,6 @@ impl<E: Element> Buffer<E> {
         value: E,
         device: Device,
     ) -> Result<Buffer<E>> {
-        match device {
-            Device::Cpu => Ok(Buffer::Cpu(crate::backend::cpu::full(len, value))),
-            #[cfg(feature = "cuda")]
-            Device::Cuda(ordinal) => {
-                let dev = cuda::device::get(op, ordinal)?;
-                let zero_bits = crate::backend::cuda::is_all_zero_bits(value);
-                let mut b = if zero_bits {
-                    CudaBuffer::zeros(op, &dev, E::DTYPE, len)?
-                } else {
-                    CudaBuffer::alloc(op, &dev, E::DTYPE, len)?
-                };
-                if !zero_bits {
-                    cuda::copy::fill(op, &mut b, &Layout::contiguous(&[len])?, value)?;
-                }
-                Ok(Buffer::Cuda(b))
-            }
-            #[cfg(not(feature = "cuda"))]
-            Device::Cuda(_) => Err(crate::backend::device::no_cuda_feature(op)),
-        }
+        on_device!(op, device, B => B::full::<E>(op, device, len, value))
     }
 }

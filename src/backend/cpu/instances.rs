@@ -29,6 +29,7 @@ use super::scan::{scan_op, softmax_op};
 use super::select::{cat, gather_op, index_select_op};
 use super::shape::{flip_to_vec, mask_triangle};
 use crate::backend::Backend;
+use crate::backend::device::Device;
 use crate::backend::op::{BinaryLoop, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryLoop, UnaryOp};
 use crate::dtype::{DType, Element, Kernel, Native};
 use crate::error::Result;
@@ -468,6 +469,40 @@ instances! {
 
 impl Backend for Cpu {
     type Buffer<E: Element> = Vec<E>;
+
+    fn len<E: Element>(buf: &Vec<E>) -> usize {
+        buf.len()
+    }
+
+    fn device<E: Element>(_buf: &Vec<E>) -> Device {
+        Device::Cpu
+    }
+
+    fn from_host<E: Element>(_op: &'static str, _device: Device, data: &[E]) -> Result<Vec<E>> {
+        Ok(data.to_vec())
+    }
+
+    fn full<E: Element>(
+        _op: &'static str,
+        _device: Device,
+        len: usize,
+        value: E,
+    ) -> Result<Vec<E>> {
+        Ok(super::full(len, value))
+    }
+
+    fn to_host<E: Element>(_op: &'static str, src: &Vec<E>, layout: &Layout) -> Result<Vec<E>> {
+        if layout.is_contiguous() {
+            let start = layout.offset();
+            return Ok(src[start..start + layout.numel()].to_vec());
+        }
+        Ok(super::gather_to_vec(src, layout))
+    }
+
+    fn set<E: Element>(_op: &'static str, buf: &mut Vec<E>, index: usize, value: E) -> Result<()> {
+        buf[index] = value;
+        Ok(())
+    }
 
     fn cast<E: Element, F: Element>(
         _op: &'static str,

@@ -22,6 +22,7 @@ use super::copy;
 use super::kernels::Supports;
 use super::{CudaBuffer, blas, compute};
 use crate::backend::Backend;
+use crate::backend::device::Device;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
@@ -29,6 +30,14 @@ use crate::layout::Layout;
 
 /// The CUDA devices' backend.
 pub(crate) struct Cuda;
+
+/// The ordinal of a CUDA device (the dispatch only hands this backend its own devices).
+fn ordinal(device: Device) -> usize {
+    match device {
+        Device::Cuda(n) => n,
+        Device::Cpu => unreachable!("the CPU is not a CUDA device"),
+    }
+}
 
 /// The type the CPU computes `dtype` in (`f16`/`bf16` in `f32`).
 pub(crate) fn compute_dtype(dtype: DType) -> DType {
@@ -265,6 +274,46 @@ fn write_back(
 
 impl Backend for Cuda {
     type Buffer<E: Element> = CudaBuffer;
+
+    fn len<E: Element>(buf: &CudaBuffer) -> usize {
+        buf.len()
+    }
+
+    fn device<E: Element>(buf: &CudaBuffer) -> Device {
+        buf.device()
+    }
+
+    fn from_host<E: Element>(op: &'static str, device: Device, data: &[E]) -> Result<CudaBuffer> {
+        CudaBuffer::from_host(op, &super::device::get(op, ordinal(device))?, data)
+    }
+
+    fn full<E: Element>(
+        op: &'static str,
+        device: Device,
+        len: usize,
+        value: E,
+    ) -> Result<CudaBuffer> {
+        let dev = super::device::get(op, ordinal(device))?;
+        if super::is_all_zero_bits(value) {
+            return CudaBuffer::zeros(op, &dev, E::DTYPE, len);
+        }
+        let mut b = CudaBuffer::alloc(op, &dev, E::DTYPE, len)?;
+        copy::fill(op, &mut b, &Layout::contiguous(&[len])?, value)?;
+        Ok(b)
+    }
+
+    fn to_host<E: Element>(op: &'static str, src: &CudaBuffer, layout: &Layout) -> Result<Vec<E>> {
+        copy::gather_to_host(op, src, layout)
+    }
+
+    fn set<E: Element>(
+        op: &'static str,
+        buf: &mut CudaBuffer,
+        index: usize,
+        value: E,
+    ) -> Result<()> {
+        buf.write(op, index, &[value])
+    }
 
     fn cast<E: Element, F: Element>(
         op: &'static str,
