@@ -1,10 +1,10 @@
-//! CPU compute benchmarks (DESIGN.md §5 targets), with machine baselines measured in the same
+//! CPU compute benchmarks (targets and ceilings in BENCHMARKS.md), with machine baselines measured in the same
 //! run: a STREAM-like read loop (the ceiling for reductions) and a plain add into an existing
 //! buffer (the floor for elementwise ops into a fresh tensor).
 //!
 //! Every timed call starts with cold operands: the setup of each iteration reads a 512 MiB
 //! buffer, so that 64 MiB operands are not served from a large last-level cache (the build VM
-//! reports 260 MiB; the machines of DESIGN.md §5 have 32 MiB). Criterion excludes the setup
+//! reports 260 MiB; the Zen 4 machines of BENCHMARKS.md "Machine ceilings" have 32 MiB). Criterion excludes the setup
 //! from the timings.
 //!
 //! Run: `cargo bench --bench compute -- --quick` (add a filter such as `sum` to run a subset).

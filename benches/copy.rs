@@ -1,5 +1,6 @@
 //! Copy kernels: `t().contiguous()` of a 4096 × 4096 f32 matrix (a transpose into a new
-//! buffer; NumPy takes 132 ms here, DESIGN.md §5), on 1 and 2 threads.
+//! buffer; NumPy took 132 ms on the 2-core machines, BENCHMARKS.md "Machine ceilings"), on 1 and 2
+//! threads.
 //!
 //! `cargo bench --bench copy`
 

@@ -1,8 +1,8 @@
 //! `e^x` for `f32` and `f64` in straight-line code that vectorises.
 //!
 //! libm's `expf`/`exp` are scalar calls with branches, so a loop over them runs one element
-//! at a time (~45 ms for 16M `f32` here, against ~12 ms for NumPy's SIMD `exp`). [`exp_f32`]
-//! and [`exp_f64`] are branch-free straight-line code instead:
+//! at a time (about 4× slower than NumPy's SIMD `exp`; BENCHMARKS.md, "Measurements behind
+//! design choices"). [`exp_f32`] and [`exp_f64`] are branch-free straight-line code instead:
 //!
 //! 1. `x` is clamped to a range just wider than the one with finite, non-zero results
 //!    (comparisons that are false for NaN, so NaN passes through unchanged);

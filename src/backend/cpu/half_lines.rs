@@ -6,8 +6,8 @@
 //! conversion. Here each line is loaded, widened (F16C `vcvtph2ps` for `f16`, a 16-bit shift
 //! for `bf16`), computed, narrowed (`vcvtps2ph` with round-to-nearest-even for `f16`; the
 //! same rounding as [`bf16::from_f32`] on bits for `bf16`) and stored, without leaving the
-//! registers, and large outputs are streamed (see [`super::stream`]). 16M-element `f16` add
-//! on one thread: 11–13 ms before, see `BENCHMARKS.md` for after.
+//! registers, and large outputs are streamed (see [`super::stream`]); timings in
+//! `BENCHMARKS.md`.
 //!
 //! Only used under [`vectorized_for`](super::vmath::vectorized_for) with AVX2 or AVX-512 (both
 //! include F16C there); the callers fall back to the blocked path otherwise.

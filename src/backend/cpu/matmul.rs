@@ -139,11 +139,10 @@ fn fold_rows(batch: &[usize], strides: &[usize], m: usize, row_stride: usize) ->
 }
 
 /// Products of at least this many multiply-adds that have rows enough for every thread are
-/// split by `gemm` itself; smaller ones are cut into bands of rows, one per thread, each a
-/// single-threaded `gemm` with the calling thread computing one band. Measured on two threads
-/// (f32, medians of alternating runs): bands 0.18–0.20 ms against 0.23–0.26 ms at 256³, 4.5–4.9
-/// against 5.1–5.8 ms at 768³, level at 512³, 1024³ and 2048³, where `gemm`'s split shares its
-/// packed blocks of B between the threads.
+/// split by `gemm` itself, which shares its packed blocks of B between the threads; smaller
+/// ones are cut into bands of rows, one per thread, each a single-threaded `gemm` with the
+/// calling thread computing one band, which starts sooner (the crossover is measured in
+/// BENCHMARKS.md, "Measurements behind design choices").
 const BAND_MAX_WORK: usize = 1 << 29;
 
 /// Rows of a band are a multiple of this (whole register tiles of `gemm`'s kernels).

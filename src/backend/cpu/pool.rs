@@ -1,8 +1,9 @@
 //! A process-wide pool of large host buffers.
 //!
 //! Writing a fresh multi-megabyte output costs more in page faults than in arithmetic: the
-//! operating system maps and zeroes every 4 KiB page on first touch (measured: ~30 ms for
-//! 64 MiB, against ~7 ms for the additions themselves). So large buffers are recycled:
+//! operating system maps and zeroes every 4 KiB page on first touch (several times the cost
+//! of the additions of an add; BENCHMARKS.md, "Machine ceilings"). So large buffers are
+//! recycled:
 //!
 //! - When a [`Storage`](crate::Storage) whose host buffer is at least [`MIN_POOLED_BYTES`]
 //!   (1 MiB) is dropped, the allocation goes into this pool instead of back to the allocator.
@@ -15,8 +16,7 @@
 //!   [`set_buffer_pool_capacity`]`(0)` frees everything and turns pooling off.
 //! - On Linux, a new allocation of at least 4 MiB is marked `MADV_HUGEPAGE`, so that the
 //!   kernel backs it with 2 MiB pages where it can: 512 times fewer faults on first touch, and
-//!   fewer TLB misses for every later pass (measured here: summing a 64 MiB tensor on 4 KiB
-//!   pages took ~20 % longer than on 2 MiB pages). Kernels write outputs from all pool threads,
+//!   fewer TLB misses for every later pass. Kernels write outputs from all pool threads,
 //!   so the first touch is parallel as well. Tensors made by the library (`full`, `zeros`,
 //!   `rand`, every op's result) get such buffers; a `Vec` handed to `from_vec` keeps its own.
 

@@ -9,8 +9,8 @@
 //! - the leaves' lane vectors are combined pairwise, lane by lane, by a binary-counter cascade
 //!   ([`Cascade`]) in one streaming pass with O(log n) state, and the lanes are combined as a
 //!   balanced tree at the end. (Collapsing every leaf to one value instead puts a serial chain
-//!   of 31 dependent additions after each 4 KiB read; measured here, that ran at ~60 % of the
-//!   read bandwidth a plain 32-accumulator loop reaches.)
+//!   of 31 dependent additions after each 4 KiB read, which stalls the loads; see
+//!   BENCHMARKS.md, "Measurements behind design choices".)
 //!
 //! For a sum of `n` floats this bounds the rounding error by about
 //! `(LEAF / LANES + log2 LANES + log2(n / LEAF)) · ε · Σ|x|`, i.e. ~50 ε for 10^7 elements,

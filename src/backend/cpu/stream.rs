@@ -2,11 +2,10 @@
 //!
 //! A plain store to a line that is not in cache first reads that line from memory (a read
 //! for ownership), so `c = a + b` over large arrays moves four bytes for every three it
-//! needs. A non-temporal store of a whole 64-byte line skips the read and the cache. Measured
-//! on the 2-core Xeon (AVX-512) this project runs on, 16M-element `f32` add into an existing
-//! buffer: 16.4 ms with plain stores, 11.2 ms with 64-byte non-temporal stores, 14–15 ms
-//! with 16-byte ones (partial lines), so lines are written with one 64-byte store (AVX-512)
-//! or two 32-byte ones (AVX2), never narrower. An op followed by one that reads its output
+//! needs. A non-temporal store of a whole 64-byte line skips the read and the cache; partial
+//! lines lose most of the gain (BENCHMARKS.md, "Measurements behind design choices"), so
+//! lines are written with one 64-byte store (AVX-512) or two 32-byte ones (AVX2), never
+//! narrower. An op followed by one that reads its output
 //! was no slower at 1–8 MiB and faster above, so outputs of at least [`STREAM_MIN_BYTES`]
 //! are streamed.
 //!

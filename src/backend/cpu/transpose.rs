@@ -24,9 +24,9 @@ const TILE: usize = 16;
 
 /// Length along the innermost dim of the blocks of tiles that one work unit copies. Units go
 /// down the tiled dim `c` first, so a block's source lines are read again by the next unit
-/// while their pages are in the TLB, instead of every unit running down the whole source.
-/// (4096² `f32`, 1 thread: 24 ms with 256 against 27 ms for whole rows of tiles and 41 ms
-/// for single tiles; noisy machine, min of 7.)
+/// while their pages are in the TLB, instead of every unit running down the whole source
+/// (256 against whole rows of tiles or single tiles: BENCHMARKS.md, "Measurements behind
+/// design choices").
 const L_BLOCK: usize = 256;
 
 /// The coalesced dim to tile with the innermost one when gathering through `walk` (operand
