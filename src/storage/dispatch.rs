@@ -461,7 +461,7 @@ impl<E: Element> Buffer<E> {
         }
         let staged;
         let host: &[E] = match self {
-            Buffer::Cpu(v) if layout.is_contiguous() => {
+            Buffer::Cpu(v) if layout.is_contiguous() && layout.numel() > 0 => {
                 let start = layout.offset();
                 &v[start..start + layout.numel()]
             }

@@ -195,6 +195,7 @@ pub(crate) fn softmax_op<E: Element, T: NativeFloat>(
     let (n, inner) = around(layout.sizes(), dim);
     let start = layout.offset();
     if layout.is_contiguous()
+        && layout.numel() > 0
         && let Some(s) = as_type::<E, T>(&src[start..start + layout.numel()])
     {
         return vec_into(softmax(s, n, inner, log));
