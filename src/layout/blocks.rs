@@ -136,37 +136,44 @@ impl<const N: usize> Coalesced<N> {
         if rows.is_empty() || self.empty {
             return;
         }
+        // Only this loop is compiled per closure; the index arithmetic is shared.
+        let (mut idx, mut pos) = self.row_start(rows.start);
+        for _ in rows {
+            f(pos);
+            self.next_row(&mut idx, &mut pos);
+        }
+    }
+
+    /// The multi-index over the outer dims of row `row` and its start positions.
+    fn row_start(&self, row: usize) -> (Vec<usize>, [usize; N]) {
         let outer = self.sizes.len().saturating_sub(1);
-        // Multi-index of the first row, and its start positions.
         let mut idx = vec![0usize; outer];
-        let mut rem = rows.start;
+        let mut rem = row;
         for d in (0..outer).rev() {
             idx[d] = rem % self.sizes[d];
             rem /= self.sizes[d];
         }
-        let mut pos: [usize; N] = std::array::from_fn(|k| {
-            self.offsets[k]
-                + idx
-                    .iter()
-                    .zip(&self.strides[k])
-                    .map(|(&i, &s)| i * s)
-                    .sum::<usize>()
-        });
-        for _ in rows {
-            f(pos);
-            // Odometer increment over the outer dims.
-            for d in (0..outer).rev() {
-                idx[d] += 1;
-                if idx[d] < self.sizes[d] {
-                    for (p, strides) in pos.iter_mut().zip(&self.strides) {
-                        *p += strides[d];
-                    }
-                    break;
-                }
-                idx[d] = 0;
+        let mut pos = self.offsets;
+        for (p, strides) in pos.iter_mut().zip(&self.strides) {
+            *p += idx.iter().zip(strides).map(|(&i, &s)| i * s).sum::<usize>();
+        }
+        (idx, pos)
+    }
+
+    /// Advances `idx` and `pos` to the next row (an odometer increment over the outer dims).
+    #[inline]
+    fn next_row(&self, idx: &mut [usize], pos: &mut [usize; N]) {
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < self.sizes[d] {
                 for (p, strides) in pos.iter_mut().zip(&self.strides) {
-                    *p -= strides[d] * (self.sizes[d] - 1);
+                    *p += strides[d];
                 }
+                return;
+            }
+            idx[d] = 0;
+            for (p, strides) in pos.iter_mut().zip(&self.strides) {
+                *p -= strides[d] * (self.sizes[d] - 1);
             }
         }
     }

@@ -102,14 +102,31 @@ pub(crate) fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<u
     }
     let tasks = (threads * 4).min(rows);
     let per = rows.div_ceil(tasks);
-    pool.install(|| {
-        (0..tasks).into_par_iter().for_each(|t| {
-            let start = t * per;
-            let end = (start + per).min(rows);
-            if start < end {
-                f(start..end);
-            }
-        })
+    on_pool(tasks, &|t| {
+        let start = t * per;
+        let end = (start + per).min(rows);
+        if start < end {
+            f(start..end);
+        }
+    });
+}
+
+/// Calls `f(t)` for every `t < tasks` on the pool.
+///
+/// The closure is passed as `&dyn Fn`, so rayon's job machinery is compiled once for the
+/// whole library rather than once per kernel (it was a fifth of the library's code); the
+/// indirect call is made once per task, never per element.
+fn on_pool(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    pool().install(|| (0..tasks).into_par_iter().for_each(f));
+}
+
+/// Calls `f(t, chunk)` for the chunks of `out` of `per` elements on the pool (see
+/// [`on_pool`] for why `f` is a `&dyn Fn`).
+fn chunks_on_pool<T: Send>(out: &mut [T], per: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    pool().install(|| {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(t, chunk)| f(t, chunk))
     });
 }
 
@@ -132,13 +149,9 @@ pub(crate) fn for_each_row_chunk<T: Send>(
     }
     let tasks = (threads * 4).min(rows);
     let per = rows.div_ceil(tasks);
-    pool.install(|| {
-        out.par_chunks_mut(per * row_len)
-            .enumerate()
-            .for_each(|(t, chunk)| {
-                let start = t * per;
-                f(start..start + chunk.len() / row_len, chunk)
-            })
+    chunks_on_pool(out, per * row_len, &|t, chunk| {
+        let start = t * per;
+        f(start..start + chunk.len() / row_len, chunk)
     });
 }
 
@@ -169,11 +182,7 @@ pub(crate) fn for_each_split(
         f(0, 0..n);
         return;
     }
-    pool().install(|| {
-        (0..tasks)
-            .into_par_iter()
-            .for_each(|t| f(t, t * per..((t + 1) * per).min(n)))
-    });
+    on_pool(tasks, &|t| f(t, t * per..((t + 1) * per).min(n)));
 }
 
 /// Calls `f` on every item, on the pool when there are several, with the calling thread taking
@@ -311,10 +320,8 @@ pub(crate) fn for_each_chunk_mut<T: Send>(
         f(0..n, out);
         return;
     }
-    pool().install(|| {
-        out.par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(t, chunk)| f(t * per..t * per + chunk.len(), chunk))
+    chunks_on_pool(out, per, &|t, chunk| {
+        f(t * per..t * per + chunk.len(), chunk)
     });
 }
 

@@ -70,10 +70,11 @@ pub(crate) fn for_each_segment<const M: usize>(
         } else {
             len
         };
-        f(
-            std::array::from_fn(|k| starts[k] + lo * strides[k]),
-            hi - lo,
-        );
+        let mut at = starts;
+        for (a, s) in at.iter_mut().zip(strides) {
+            *a += lo * s;
+        }
+        f(at, hi - lo);
         row += 1;
     });
 }

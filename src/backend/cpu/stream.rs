@@ -90,16 +90,21 @@ pub(crate) fn zip_into<A: Copy, B: Copy, O: Copy>(
             )
         };
     }
-    match store {
-        Store::Streamed(_) if size_of::<O>() == 4 => lines!(16),
-        Store::Streamed(_) if size_of::<O>() == 8 => lines!(8),
-        Store::Streamed(_) if size_of::<O>() == 2 => lines!(32),
-        Store::Streamed(_) if size_of::<O>() == 1 => lines!(64),
-        _ => {
-            for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
-                o.write(f(p, q));
-            }
+    // The line width is chosen by `const` conditions, so that only the one `write_lines` an
+    // element size needs is compiled (a branch on a run-time value would instantiate all four).
+    if matches!(store, Store::Streamed(_)) {
+        if const { size_of::<O>() == 4 } {
+            return lines!(16);
+        } else if const { size_of::<O>() == 8 } {
+            return lines!(8);
+        } else if const { size_of::<O>() == 2 } {
+            return lines!(32);
+        } else if const { size_of::<O>() == 1 } {
+            return lines!(64);
         }
+    }
+    for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
+        o.write(f(p, q));
     }
 }
 
