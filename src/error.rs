@@ -36,6 +36,10 @@ pub enum ErrorKind {
     DTypeMismatch,
     /// Reading or writing a file failed.
     Io,
+    /// A gradient that cannot be computed: `backward` on a tensor outside any graph, a graph
+    /// already freed, a saved tensor modified in place, an in-place write into a tensor that
+    /// requires grad, or an op without a gradient formula.
+    Autograd,
 }
 
 /// The error of every fallible namedtensor operation.

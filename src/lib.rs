@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | named tensor | [`Tensor`], [`named`] | dims as types, resolved to axes at compile time |
 //! | positional tensor | [`DynTensor`] | PyTorch's positional API with a run-time rank |
+//! | autograd | [`autograd`] | the graph the ops record on tensors that require grad, and backward |
 //! | operations | [`ops`] | semantics of the compute ops: validate, promote, broadcast, call the seam |
 //! | storage | [`storage`] | the shared buffer, its aliasing rules, the dispatch to a backend |
 //! | backends | `backend` | the `Backend` trait, op tokens, CPU and CUDA kernels |
@@ -27,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod autograd;
 mod backend;
 pub mod dtype;
 mod error;

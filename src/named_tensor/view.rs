@@ -19,7 +19,13 @@ pub(crate) fn aligned<E: Element>(raw: &DynTensor<E>, plan: &Alignment) -> DynTe
     let mut out = if plan.perm.is_identity() {
         raw.shallow_clone()
     } else {
-        raw.with_layout(raw.layout().permute_trusted(&plan.perm))
+        let layout = raw.layout().permute_trusted(&plan.perm);
+        let perm = || {
+            Ok(crate::autograd::ViewGrad::Permute(
+                plan.perm.iter().map(|&d| d as usize).collect(),
+            ))
+        };
+        crate::tensor::or_panic(raw.view_op("align", layout, perm))
     };
     for &d in plan.insert.iter() {
         out = out.unsqueeze(d);

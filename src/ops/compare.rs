@@ -149,7 +149,8 @@ pub fn try_where_<A: Promote<B>, B: Element>(
     b: &DynTensor<B>,
 ) -> Result<DynTensor<Promoted<A, B>>> {
     let op = "where";
-    let shape = broadcast_shapes(op, a.shape(), b.shape())
+    // The shape check first, with the message naming all three shapes.
+    broadcast_shapes(op, a.shape(), b.shape())
         .and_then(|s| broadcast_shapes(op, cond.shape(), &s))
         .map_err(|_| {
             Error::new(
@@ -168,11 +169,7 @@ pub fn try_where_<A: Promote<B>, B: Element>(
         converted::<A, Promoted<A, B>>(a)?,
         converted::<B, Promoted<A, B>>(b)?,
     );
-    let lc = expand_layout(cond.layout(), &shape)?;
-    let la = expand_layout(a.layout(), &shape)?;
-    let lb = expand_layout(b.layout(), &shape)?;
-    let buf = dispatch::where_(op, cond.storage(), &lc, a.storage(), &la, b.storage(), &lb)?;
-    DynTensor::from_contiguous_buffer(buf, &shape)
+    super::select(op, cond, &a, &b)
 }
 
 impl<E: Element> DynTensor<E> {
@@ -223,7 +220,11 @@ impl<E: Element> DynTensor<E> {
         let lv = expand_layout(v.layout(), self.shape())?;
         let (sm, sv, ss) = (mask.storage(), v.storage(), self.storage());
         let buf = dispatch::where_(op, sm, &lm, sv, &lv, ss, self.layout())?;
-        DynTensor::from_contiguous_buffer(buf, self.shape())
+        let out = DynTensor::from_contiguous_buffer(buf, self.shape())?;
+        if crate::autograd::tracks(self) {
+            return Ok(crate::autograd::select(mask, &v, self, out));
+        }
+        Ok(out)
     }
 
     /// Writes `value` through this view wherever `mask` (broadcast to its shape) is true.

@@ -40,6 +40,13 @@ impl<E: Element> DynTensor<E> {
             }
         }
         let buf = dispatch::flip("flip", self.storage(), self.layout(), &flip)?;
-        DynTensor::from_contiguous_buffer(buf, self.shape())
+        let out = DynTensor::from_contiguous_buffer(buf, self.shape())?;
+        if !crate::autograd::tracks(self) {
+            return Ok(out);
+        }
+        let dims = dims.to_vec();
+        Ok(crate::autograd::same_op("flip", self, out, move |g| {
+            g.try_flip(&dims)
+        }))
     }
 }

@@ -52,6 +52,7 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
+        crate::autograd::refuse(OP, crate::autograd::tracks(self))?;
         let mut shape = self.shape().to_vec();
         shape[d] = index.numel();
         let (src, idx) = (self.storage(), index.storage());
@@ -102,6 +103,7 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
+        crate::autograd::refuse(OP, crate::autograd::tracks(self))?;
         let (src, idx) = (self.storage(), index.storage());
         let buf = dispatch::gather(OP, src, self.layout(), d, idx, index.layout())?;
         DynTensor::from_contiguous_buffer(buf, index.shape())

@@ -138,5 +138,9 @@ fn cat_as<E: Element>(
         .ok_or_else(|| Error::overflow(op, format!("the result shape {out_shape:?}")))?;
     let parts: Vec<_> = tensors.iter().map(|t| (t.storage(), t.layout())).collect();
     let buf = dispatch::cat(op, &parts, d, &out_shape)?;
-    DynTensor::from_contiguous_buffer(buf, &out_shape)
+    let out = DynTensor::from_contiguous_buffer(buf, &out_shape)?;
+    if !tensors.iter().any(|t| crate::autograd::tracks(*t)) {
+        return Ok(out);
+    }
+    Ok(crate::autograd::cat(op, tensors, d, out))
 }

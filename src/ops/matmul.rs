@@ -158,10 +158,46 @@ impl<E: Element> DynTensor<E> {
                  to_dtype first",
             ));
         }
+        if crate::autograd::tracks(self) || crate::autograd::tracks(other) {
+            return self.matmul_recorded(op, other, &plan);
+        }
         let (a, b) = (self.storage(), other.storage());
         // The product's `[batch…, m, n]` in row-major order is the result's order too.
         let buf = dispatch::matmul(op, a, &plan.la, b, &plan.lb)?;
         DynTensor::from_contiguous_buffer(buf, &plan.out_shape)
+    }
+
+    /// [`DynTensor::matmul_as`] for operands that require grad: the vector promotions and
+    /// batch broadcasts are made with recorded views, and the batched product is recorded
+    /// on them.
+    fn matmul_recorded(
+        &self,
+        op: &'static str,
+        other: &DynTensor<E>,
+        plan: &Plan,
+    ) -> Result<DynTensor<E>> {
+        let a = if self.dim() == 1 {
+            self.try_unsqueeze(0)?
+        } else {
+            self.shallow_clone()
+        };
+        let b = if other.dim() == 1 {
+            other.try_unsqueeze(1)?
+        } else {
+            other.shallow_clone()
+        };
+        let sizes = |l: &Layout| -> Vec<isize> { l.sizes().iter().map(|&s| s as isize).collect() };
+        let (a, b) = (
+            a.try_expand(&sizes(&plan.la))?,
+            b.try_expand(&sizes(&plan.lb))?,
+        );
+        let buf = dispatch::matmul(op, a.storage(), a.layout(), b.storage(), b.layout())?;
+        let mut shape = plan.la.sizes().to_vec();
+        shape[plan.la.rank() - 1] = plan.lb.sizes()[plan.lb.rank() - 1];
+        let y = DynTensor::from_contiguous_buffer(buf, &shape)?;
+        let y = crate::autograd::matmul(op, &a, &b, y);
+        let out: Vec<isize> = plan.out_shape.iter().map(|&s| s as isize).collect();
+        y.try_reshape(&out)
     }
 
     /// The product of two matrices (both 2-D, no broadcasting); panics where

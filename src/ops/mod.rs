@@ -54,8 +54,10 @@ pub use crate::dtype::promote::{
     can_cast,
 };
 pub use compare::{try_where_, where_};
+pub(crate) use reduce::reduce_keepdim;
 pub use serialize::{load_tensors, save_tensors};
 
+use crate::autograd;
 use crate::backend::device::Device;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::Element;
@@ -81,7 +83,11 @@ pub(crate) fn unary<E: Element>(
     t: &DynTensor<E>,
 ) -> Result<DynTensor<E>> {
     let buf = dispatch::unary(op, uop, t.storage(), t.layout())?;
-    DynTensor::from_contiguous_buffer(buf, t.shape())
+    let out = DynTensor::from_contiguous_buffer(buf, t.shape())?;
+    if autograd::tracks(t) {
+        return Ok(autograd::unary(uop, t, out));
+    }
+    Ok(out)
 }
 
 /// `x = uop(x)` through the view `dst`.
@@ -109,6 +115,23 @@ fn fits<A: Element, O: Element>() -> bool {
 
 /// `bop(a, b)` with broadcasting, computed in the compute type of `O` and stored as `O`.
 pub(crate) fn binary<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &DynTensor<A>,
+    b: &DynTensor<B>,
+) -> Result<DynTensor<O>> {
+    if autograd::tracks(a) || autograd::tracks(b) {
+        let out = {
+            let _off = autograd::GradMode::no_grad();
+            binary_untracked::<A, B, O>(op, bop, a, b)?
+        };
+        return Ok(autograd::binary(bop, a, b, out));
+    }
+    binary_untracked::<A, B, O>(op, bop, a, b)
+}
+
+/// [`binary`] without recording.
+fn binary_untracked<A: Element, B: Element, O: Element>(
     op: &'static str,
     bop: BinaryOp,
     a: &DynTensor<A>,
@@ -275,6 +298,7 @@ pub(crate) fn binary_<E: Element, B: Element, P: Element>(
     src: &DynTensor<B>,
 ) -> Result<()> {
     dst.check_writable(op)?;
+    autograd::check_inplace(op, dst, autograd::tracks(src))?;
     inplace_source(op, dst, src)?; // the shape check, before anything is converted
     if P::DTYPE != E::DTYPE {
         // Computed in the wider type, then stored: a new tensor copied back.
@@ -328,7 +352,22 @@ pub(crate) fn select<E: Element>(
         expand_layout(b.layout(), &shape)?,
     );
     let buf = dispatch::where_(op, cond.storage(), &lc, a.storage(), &la, b.storage(), &lb)?;
-    DynTensor::from_contiguous_buffer(buf, &shape)
+    let out = DynTensor::from_contiguous_buffer(buf, &shape)?;
+    if autograd::tracks(a) || autograd::tracks(b) {
+        return Ok(autograd::select(cond, a, b, out));
+    }
+    Ok(out)
+}
+
+/// `cop(t, c)` with the constant `c`, compared in `E`'s compute type.
+pub(crate) fn compare_scalar<E: Element>(
+    op: &'static str,
+    cop: CompareOp,
+    t: &DynTensor<E>,
+    c: f64,
+) -> Result<DynTensor<bool>> {
+    let s = scalar_on(<C<E> as Element>::from_f64(c), t.device())?;
+    compare::<E, C<E>, E>(op, cop, t, &s)
 }
 
 /// An error for an operation that PyTorch does not define on `bool` tensors.

@@ -20,6 +20,7 @@
 //! `(32 + 5 + log2(n / 1024)) ε Σ|x|` instead of `n ε Σ|x|` for a plain loop.
 
 use super::{C, binary, unary};
+use crate::autograd::same_type;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::{Element, Float};
 use crate::dtype::{Kernel, Native, NativeFloat};
@@ -86,7 +87,27 @@ fn reduce_to<E: Element, O: Element>(
     keepdim: bool,
 ) -> Result<DynTensor<O>> {
     let buf = dispatch::reduce::<E, O>(op, rop, t.storage(), t.layout(), mask)?;
-    DynTensor::from_contiguous_buffer(buf, &reduced_shape(t.shape(), mask, keepdim))
+    let out = DynTensor::from_contiguous_buffer(buf, &reduced_shape(t.shape(), mask, keepdim))?;
+    if !crate::autograd::tracks(t) {
+        return Ok(out);
+    }
+    match rop {
+        ReduceOp::Max | ReduceOp::Min if O::DTYPE == E::DTYPE => {
+            let out = crate::autograd::extreme(op, t, mask, same_type::<_, DynTensor<E>>(out));
+            Ok(same_type(out))
+        }
+        _ => crate::autograd::reduce(op, rop, t, mask, out),
+    }
+}
+
+/// `t` reduced by `rop` over `mask` with the reduced dims kept, as `E` (recorded).
+pub(crate) fn reduce_keepdim<E: Element>(
+    op: &'static str,
+    rop: ReduceOp,
+    t: &DynTensor<E>,
+    mask: &[bool],
+) -> Result<DynTensor<E>> {
+    reduce_to::<E, E>(op, rop, t, mask, true)
 }
 
 fn empty_error(op: &'static str, shape: &[usize]) -> Error {
@@ -133,10 +154,13 @@ fn arg_dim<E: Element>(
     let mut mask = vec![false; t.dim()];
     mask[d] = true;
     let shape = reduced_shape(t.shape(), &mask, keepdim);
-    Ok((
-        DynTensor::from_contiguous_buffer(values, &shape)?,
-        DynTensor::from_contiguous_buffer(indices, &shape)?,
-    ))
+    let values = DynTensor::from_contiguous_buffer(values, &shape)?;
+    let indices = DynTensor::from_contiguous_buffer(indices, &shape)?;
+    if crate::autograd::tracks(t) {
+        let values = crate::autograd::pick(op, t, d, keepdim, &indices, values);
+        return Ok((values, indices));
+    }
+    Ok((values, indices))
 }
 
 fn arg_all<E: Element>(op: &'static str, t: &DynTensor<E>, max: bool) -> Result<DynTensor<i64>> {
@@ -446,11 +470,7 @@ fn var_impl<E: Float>(
     let denom = <C<E> as NativeFloat>::c(n.saturating_sub(correction) as f64);
     let denom = super::scalar_on(denom, t.device())?;
     let v = binary::<C<E>, C<E>, C<E>>(op, BinaryOp::Div, &ss, &denom)?;
-    let v = if sqrt {
-        unary(op, UnaryOp::Sqrt, &v)?
-    } else {
-        v
-    };
+    let v = if sqrt { root(op, &v)? } else { v };
     finish_shape(super::converted::<C<E>, E>(&v)?, t.shape(), mask, keepdim)
 }
 
@@ -476,7 +496,8 @@ fn logsumexp_impl<E: Float>(
     let m = if reduced_count(t.shape(), mask) == 0 {
         filled(t, mask, true, zero)?
     } else {
-        let m = reduce_to::<E, E>(op, ReduceOp::Max, t, mask, true)?;
+        // The shift only keeps exp in range; its gradient cancels, so it is not recorded.
+        let m = reduce_to::<E, E>(op, ReduceOp::Max, &t.detach(), mask, true)?;
         let m = super::converted::<E, C<E>>(&m)?;
         let finite = super::test(op, TestOp::Finite, &m)?;
         super::select(op, &finite, &m, &super::scalar_on(zero, t.device())?)?
@@ -519,7 +540,7 @@ fn norm_impl<E: Float>(
             sum(&nonzero.try_to_dtype::<C<E>>()?)?
         }
         1.0 => sum(&abs()?)?,
-        2.0 => unary(op, UnaryOp::Sqrt, &sum(&unary(op, UnaryOp::Square, &x)?)?)?,
+        2.0 => root(op, &sum(&unary(op, UnaryOp::Square, &x)?)?)?,
         _ => pow(&sum(&pow(&abs()?, p)?)?, 1.0 / p)?,
     };
     super::converted::<C<E>, E>(&r)
@@ -884,4 +905,17 @@ impl<E: Element> DynTensor<E> {
         let mask = or_panic(dims_mask("all_dim", &[dim], self.dim()));
         or_panic(truth("all_dim", self, &mask, keepdim, false))
     }
+}
+
+/// `√v` as the last step of `std` and the 2-norm, whose gradient is 0 where the result is 0
+/// (as in PyTorch), not `g / 0`.
+fn root<T: Element>(op: &'static str, v: &DynTensor<T>) -> Result<DynTensor<T>> {
+    if !crate::autograd::tracks(v) {
+        return unary(op, UnaryOp::Sqrt, v);
+    }
+    let y = {
+        let _off = crate::autograd::GradMode::no_grad();
+        unary(op, UnaryOp::Sqrt, v)?
+    };
+    Ok(crate::autograd::root(op, v, y))
 }

@@ -61,6 +61,22 @@ impl<E: Element> DynTensor<E> {
         }
         checked_numel(&out_shape)
             .ok_or_else(|| Error::overflow("repeat", format!("the result shape {out_shape:?}")))?;
+        if crate::autograd::tracks(self) {
+            // Through recorded views, so that the gradient sums over the copies.
+            // Even positions are the repeat counts, odd ones the input's dims.
+            let unit: Vec<isize> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| if i % 2 == 0 { 1 } else { s as isize })
+                .collect();
+            let sizes: Vec<isize> = sizes.iter().map(|&s| s as isize).collect();
+            let shape: Vec<isize> = out_shape.iter().map(|&s| s as isize).collect();
+            return self
+                .try_reshape(&unit)?
+                .try_expand(&sizes)?
+                .try_contiguous()?
+                .try_reshape(&shape);
+        }
         let layout = Layout::from_parts_unchecked(sizes, strides, self.storage_offset());
         let buf = self.storage().read().gather("repeat", &layout)?;
         DynTensor::from_contiguous_buffer(buf, &out_shape)

@@ -21,7 +21,11 @@ fn softmax_impl<E: Float>(t: &DynTensor<E>, dim: isize, log: bool) -> Result<Dyn
     let op = if log { "log_softmax" } else { "softmax" };
     let d = along(op, t.shape(), dim)?;
     let buf = dispatch::softmax(op, t.storage(), t.layout(), d, log)?;
-    DynTensor::from_contiguous_buffer(buf, t.shape())
+    let out = DynTensor::from_contiguous_buffer(buf, t.shape())?;
+    if !crate::autograd::tracks(t) {
+        return Ok(out);
+    }
+    Ok(crate::autograd::softmax(op, t, d, log, out))
 }
 
 fn scan_impl<E: Element>(
@@ -31,8 +35,14 @@ fn scan_impl<E: Element>(
     prod: bool,
 ) -> Result<DynTensor<SumOutput<E>>> {
     let d = along(op, t.shape(), dim)?;
+    crate::autograd::refuse(op, prod && crate::autograd::tracks(t))?;
     let buf = dispatch::scan::<E, SumOutput<E>>(op, prod, t.storage(), t.layout(), d)?;
-    DynTensor::from_contiguous_buffer(buf, t.shape())
+    let out = DynTensor::from_contiguous_buffer(buf, t.shape())?;
+    if !crate::autograd::tracks(t) || SumOutput::<E>::DTYPE != E::DTYPE {
+        return Ok(out);
+    }
+    let out = crate::autograd::cumsum(t, d, crate::autograd::same_type::<_, DynTensor<E>>(out));
+    Ok(crate::autograd::same_type(out))
 }
 
 impl<E: Float> DynTensor<E> {

@@ -64,6 +64,12 @@ impl<E: Element> DynTensor<E> {
             ));
         }
         let buf = dispatch::triangle(op, self.storage(), self.layout(), diagonal, lower)?;
-        DynTensor::from_contiguous_buffer(buf, self.shape())
+        let out = DynTensor::from_contiguous_buffer(buf, self.shape())?;
+        if !crate::autograd::tracks(self) {
+            return Ok(out);
+        }
+        Ok(crate::autograd::same_op(op, self, out, move |g| {
+            g.triangle(op, diagonal, lower)
+        }))
     }
 }

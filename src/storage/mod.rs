@@ -40,6 +40,7 @@
 use crate::backend::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::backend::cpu::pool;
@@ -97,6 +98,8 @@ pub(crate) fn not_on_cpu(op: &'static str, device: Device) -> Error {
 
 struct Shared<E> {
     buffer: RwLock<Buffer<E>>,
+    /// Bumped by every write (see [`Storage::version`]).
+    version: AtomicU64,
     len: usize,
     device: Device,
 }
@@ -159,6 +162,7 @@ impl<E: Element> Storage<E> {
         Storage {
             shared: Arc::new(Shared {
                 buffer: RwLock::new(buffer),
+                version: AtomicU64::new(0),
                 len,
                 device,
             }),
@@ -262,12 +266,42 @@ impl<E: Element> Storage<E> {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Exclusive access for the duration of one operation.
+    /// Exclusive access for the duration of one operation. Every write to the elements goes
+    /// through here, so it bumps the version.
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Buffer<E>> {
+        self.shared.version.fetch_add(1, Ordering::Relaxed);
         self.shared
             .buffer
             .write()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many handles share this storage: tensors and views over it, and tensors that
+    /// autograd saved for a backward pass (which it drops once the pass used them).
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::zeros(&[4]);
+    /// let v = t.narrow(0, 1, 2);
+    /// assert_eq!(t.storage().handle_count(), 2);
+    /// drop(v);
+    /// assert_eq!(t.storage().handle_count(), 1);
+    /// ```
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.shared)
+    }
+
+    /// How many writes the elements have had (PyTorch's version counter). Autograd compares
+    /// it with the version a saved tensor had, to refuse a gradient computed from elements
+    /// that were overwritten since.
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::<f32>::zeros(&[2]);
+    /// let v = t.storage().version();
+    /// t.fill_(1.0);
+    /// assert!(t.storage().version() > v);
+    /// ```
+    pub fn version(&self) -> u64 {
+        self.shared.version.load(Ordering::Relaxed)
     }
 
     /// The address that orders lock acquisition across storages.

@@ -29,6 +29,7 @@ impl<E: Element> DynTensor<E> {
     /// ```
     pub fn try_to_dtype<F: Element>(&self) -> Result<DynTensor<F>> {
         let buffer = self.storage.read().cast::<F>("to_dtype", &self.layout)?;
-        DynTensor::from_contiguous_buffer(buffer, self.shape())
+        let out = DynTensor::from_contiguous_buffer(buffer, self.shape())?;
+        Ok(crate::autograd::identity("to_dtype", self, out))
     }
 }

@@ -217,6 +217,9 @@ impl<E: Element> fmt::Display for DynTensor<E> {
     /// assert_eq!(t.to_string(), "tensor([[4., 1.],\n        [5., 3.]])");
     /// let i = namedtensor::DynTensor::<i32>::arange(0, 3, 1);
     /// assert_eq!(i.to_string(), "tensor([0, 1, 2], dtype=torch.int32)");
+    /// let w = namedtensor::tensor!([1., 2.]).requires_grad_(true);
+    /// assert_eq!(w.to_string(), "tensor([1., 2.], requires_grad=True)");
+    /// assert_eq!(w.exp().to_string(), "tensor([2.7183, 7.3891], grad_fn=<ExpBackward0>)");
     /// ```
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         const PREFIX: &str = "tensor(";
@@ -255,6 +258,11 @@ impl<E: Element> fmt::Display for DynTensor<E> {
         }
         if !matches!(E::DTYPE, DType::F32 | DType::I64 | DType::Bool) {
             suffixes.push(format!("dtype=torch.{}", E::DTYPE.name()));
+        }
+        match self.grad_fn() {
+            Some(op) => suffixes.push(format!("grad_fn=<{}>", backward_name(op))),
+            None if self.requires_grad() => suffixes.push("requires_grad=True".to_string()),
+            None => {}
         }
         // PyTorch measures the last line as its length plus 2; kept for identical wrapping.
         let mut last_line = match s.rfind('\n') {
@@ -296,4 +304,28 @@ impl<E: Element> fmt::Debug for DynTensor<E> {
             self.device()
         )
     }
+}
+
+/// PyTorch's class name for the backward node of op `op` (`exp` → `ExpBackward0`): its name in
+/// CamelCase, except where PyTorch names the node after another op.
+fn backward_name(op: &str) -> String {
+    let base = match op {
+        "to_dtype" | "to_device" => "_to_copy",
+        "contiguous" => "clone",
+        "narrow" | "slice" | "index" => "slice",
+        "reshape" | "flatten" => "view",
+        "matmul" => "mm",
+        other => other,
+    };
+    let mut name: String = base
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    name.push_str("Backward0");
+    name
 }

@@ -3,6 +3,7 @@
 use super::{DynTensor, or_panic};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
+use crate::layout::Layout;
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 
 /// One entry of an index expression.
@@ -209,9 +210,19 @@ impl<E: Element> DynTensor<E> {
                 self.dim()
             )));
         }
-        let mut layout = self.layout.clone();
+        let apply = |layout: &Layout| -> Result<Layout> {
+            index_layout(layout, &entries, self.dim() - consumed)
+        };
+        self.view_op("index", apply(&self.layout)?, || self.embedded(apply))
+    }
+}
+
+/// `layout` indexed by `entries`, where an ellipsis stands for `ellipsis_dims` dims.
+fn index_layout(layout: &Layout, entries: &[Idx], ellipsis_dims: usize) -> Result<Layout> {
+    {
+        let mut layout = layout.clone();
         let mut pos = 0usize; // the next dim of `layout` to index
-        for entry in &entries {
+        for entry in entries {
             match *entry {
                 Idx::At(i) => {
                     layout = layout
@@ -228,10 +239,10 @@ impl<E: Element> DynTensor<E> {
                     layout = layout.unsqueeze(pos as isize)?;
                     pos += 1;
                 }
-                Idx::Ellipsis => pos += self.dim() - consumed,
+                Idx::Ellipsis => pos += ellipsis_dims,
             }
         }
-        Ok(self.with_layout(layout))
+        Ok(layout)
     }
 }
 

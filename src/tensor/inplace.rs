@@ -18,6 +18,7 @@ impl<E: Element> DynTensor<E> {
     /// which the elements are visited is refused, whether the overlap comes from `expand`
     /// (stride 0) or from an `as_strided` view whose strides make indices collide.
     pub(crate) fn check_writable(&self, op: &'static str) -> Result<()> {
+        crate::autograd::check_inplace(op, self, false)?;
         if self.layout.has_internal_overlap() {
             let cause = if self.layout.has_broadcast_dim() {
                 "a dim of stride 0, as made by expand"
@@ -70,6 +71,7 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::set`], or an error for a wrong number of indices or one out of range.
     pub fn try_set(&self, index: &[usize], value: E) -> Result<()> {
+        crate::autograd::check_inplace("set", self, false)?;
         let pos = self.layout.storage_index(index)?;
         self.storage.write().set("set", pos, value)
     }
@@ -160,6 +162,7 @@ impl<E: Element> DynTensor<E> {
     pub fn try_copy_<F: Element>(&self, src: &DynTensor<F>) -> Result<&Self> {
         same_device("copy_", self.device(), src.device())?;
         self.check_writable("copy_")?;
+        crate::autograd::check_inplace("copy_", self, crate::autograd::tracks(src))?;
         let target: Vec<isize> = self.shape().iter().map(|&s| s as isize).collect();
         let src = src.try_expand(&target).map_err(|_| {
             Error::new(

@@ -20,12 +20,14 @@ pub use create::NestedData;
 pub(crate) use index as index_spec;
 pub use index::{Idx, NewAxis};
 
+use crate::autograd::Meta;
 use crate::backend::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 pub(crate) use crate::error::or_panic;
 use crate::layout::Layout;
 use crate::storage::{Buffer, Storage};
+use std::sync::Arc;
 
 /// A strided view of a shared storage, with a run-time number of dims.
 ///
@@ -45,6 +47,9 @@ use crate::storage::{Buffer, Storage};
 pub struct DynTensor<E: Element = f32> {
     storage: Storage<E>,
     layout: Layout,
+    /// Graph membership: `None` for a tensor that does not require grad (no cost), else
+    /// its leaf accumulator or the node of the op that made it (see `autograd`).
+    autograd: Option<Arc<Meta>>,
 }
 
 impl<E: Element> DynTensor<E> {
@@ -58,7 +63,11 @@ impl<E: Element> DynTensor<E> {
     /// ```
     pub fn try_from_parts(storage: Storage<E>, layout: Layout) -> Result<Self> {
         check_fits("from_parts", &layout, storage.len())?;
-        Ok(DynTensor { storage, layout })
+        Ok(DynTensor {
+            storage,
+            layout,
+            autograd: None,
+        })
     }
 
     /// A tensor over a fresh storage holding `data` in row-major order of `layout` (which
@@ -69,6 +78,7 @@ impl<E: Element> DynTensor<E> {
         Ok(DynTensor {
             storage: Storage::from_vec(data),
             layout,
+            autograd: None,
         })
     }
 
@@ -79,13 +89,15 @@ impl<E: Element> DynTensor<E> {
         Ok(DynTensor {
             storage: Storage::from_buffer(buffer),
             layout,
+            autograd: None,
         })
     }
 
     /// A copy of the viewed elements in a new contiguous storage on the same device.
     pub(crate) fn deep_copy(&self, op: &'static str) -> Result<Self> {
         let buffer = self.storage.read().gather(op, &self.layout)?;
-        DynTensor::from_contiguous_buffer(buffer, self.shape())
+        let out = DynTensor::from_contiguous_buffer(buffer, self.shape())?;
+        Ok(crate::autograd::identity(op, self, out))
     }
 
     /// A tensor on the same storage with another layout (checked against the storage; an
@@ -95,7 +107,19 @@ impl<E: Element> DynTensor<E> {
         DynTensor {
             storage: self.storage.clone(),
             layout,
+            autograd: None,
         }
+    }
+
+    /// This tensor's graph membership (`None`: it does not require grad).
+    pub(crate) fn meta(&self) -> Option<&Arc<Meta>> {
+        self.autograd.as_ref()
+    }
+
+    /// This tensor with graph membership `meta` instead of its own.
+    pub(crate) fn with_meta(mut self, meta: Option<Arc<Meta>>) -> Self {
+        self.autograd = meta;
+        self
     }
 
     /// The size of every dim (PyTorch's `shape`/`size()`).
@@ -211,6 +235,7 @@ impl<E: Element> DynTensor<E> {
     /// ```
     pub fn shallow_clone(&self) -> Self {
         self.with_layout(self.layout.clone())
+            .with_meta(self.autograd.clone())
     }
 
     /// Whether `self` and `other` view the same storage.
@@ -271,7 +296,8 @@ impl<E: Element> DynTensor<E> {
             .storage
             .read()
             .to_device("to_device", &self.layout, device)?;
-        DynTensor::from_contiguous_buffer(buffer, self.shape())
+        let out = DynTensor::from_contiguous_buffer(buffer, self.shape())?;
+        Ok(crate::autograd::identity("to_device", self, out))
     }
 
     /// [`DynTensor::to_device`] with `Device::Cuda(ordinal)`.

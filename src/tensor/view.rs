@@ -1,9 +1,10 @@
 //! View operations: new tensors over the same storage, no element copied.
 
 use super::{DynTensor, check_fits, or_panic};
+use crate::autograd::ViewGrad;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, normalize_dim};
 
 impl<E: Element> DynTensor<E> {
     /// Removes dim `dim`, keeping entry `index` (negative counts from the end). A view.
@@ -21,7 +22,9 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::select`], or an error for a dim or index out of range.
     pub fn try_select(&self, dim: isize, index: isize) -> Result<Self> {
-        Ok(self.with_layout(self.layout.select(dim, index)?))
+        self.view_op("select", self.layout.select(dim, index)?, || {
+            self.embedded(|l| l.select(dim, index))
+        })
     }
 
     /// Keeps `length` entries of dim `dim` from `start` on. A view.
@@ -38,7 +41,9 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::narrow`], or an error when the range does not fit the dim.
     pub fn try_narrow(&self, dim: isize, start: isize, length: usize) -> Result<Self> {
-        Ok(self.with_layout(self.layout.narrow(dim, start, length)?))
+        self.view_op("narrow", self.layout.narrow(dim, start, length)?, || {
+            self.embedded(|l| l.narrow(dim, start, length))
+        })
     }
 
     /// Python-style slice `start..end` with `step` along `dim`; absent bounds mean the ends and
@@ -62,7 +67,9 @@ impl<E: Element> DynTensor<E> {
         end: Option<isize>,
         step: usize,
     ) -> Result<Self> {
-        Ok(self.with_layout(self.layout.slice(dim, start, end, step)?))
+        self.view_op("slice", self.layout.slice(dim, start, end, step)?, || {
+            self.embedded(|l| l.slice(dim, start, end, step))
+        })
     }
 
     /// Swaps dims `dim0` and `dim1`. A view. Panics where [`DynTensor::try_transpose`] fails.
@@ -78,7 +85,14 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::transpose`], or an error for a dim out of range.
     pub fn try_transpose(&self, dim0: isize, dim1: isize) -> Result<Self> {
-        Ok(self.with_layout(self.layout.transpose(dim0, dim1)?))
+        let layout = self.layout.transpose(dim0, dim1)?;
+        self.view_op("transpose", layout, || {
+            let mut perm: Vec<usize> = (0..self.dim()).collect();
+            let d0 = normalize_dim("transpose", dim0, self.dim())?;
+            let d1 = normalize_dim("transpose", dim1, self.dim())?;
+            perm.swap(d0, d1);
+            Ok(ViewGrad::Permute(perm))
+        })
     }
 
     /// Transposes a matrix; 0-d and 1-d tensors are returned as they are. A view. Panics for
@@ -126,7 +140,13 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::permute`], or an error if `order` is not a permutation of the dims.
     pub fn try_permute(&self, order: &[isize]) -> Result<Self> {
-        Ok(self.with_layout(self.layout.permute(order)?))
+        self.view_op("permute", self.layout.permute(order)?, || {
+            let perm = order
+                .iter()
+                .map(|&d| normalize_dim("permute", d, self.dim()))
+                .collect::<Result<Vec<usize>>>()?;
+            Ok(ViewGrad::Permute(perm))
+        })
     }
 
     /// Broadcasts to `sizes` (size-1 dims grow with stride 0, new dims may be added on the
@@ -144,7 +164,9 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::expand`], or an error if a dim of size other than 1 would change.
     pub fn try_expand(&self, sizes: &[isize]) -> Result<Self> {
-        Ok(self.with_layout(self.layout.expand(sizes)?))
+        self.view_op("expand", self.layout.expand(sizes)?, || {
+            Ok(ViewGrad::Expand)
+        })
     }
 
     /// Expands to the shape of `other`. Panics where [`DynTensor::try_expand_as`] fails.
@@ -172,7 +194,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(t.squeeze().shape(), &[3]);
     /// ```
     pub fn squeeze(&self) -> Self {
-        self.with_layout(self.layout.squeeze())
+        or_panic(self.view_op("squeeze", self.layout.squeeze(), || Ok(ViewGrad::Reshape)))
     }
 
     /// Removes dim `dim` if its size is 1. A view.
@@ -189,7 +211,9 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::squeeze_dim`], or an error for a dim out of range.
     pub fn try_squeeze_dim(&self, dim: isize) -> Result<Self> {
-        Ok(self.with_layout(self.layout.squeeze_dim(dim)?))
+        self.view_op("squeeze", self.layout.squeeze_dim(dim)?, || {
+            Ok(ViewGrad::Reshape)
+        })
     }
 
     /// Inserts a dim of size 1 at `dim` (in `-(rank+1)..=rank`). A view.
@@ -206,7 +230,9 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::unsqueeze`], or an error for a dim out of range.
     pub fn try_unsqueeze(&self, dim: isize) -> Result<Self> {
-        Ok(self.with_layout(self.layout.unsqueeze(dim)?))
+        self.view_op("unsqueeze", self.layout.unsqueeze(dim)?, || {
+            Ok(ViewGrad::Reshape)
+        })
     }
 
     /// The same elements with another shape (one entry may be `-1`), without copying.
@@ -231,7 +257,7 @@ impl<E: Element> DynTensor<E> {
     /// assert!(err.to_string().contains("reshape"));
     /// ```
     pub fn try_view(&self, shape: &[isize]) -> Result<Self> {
-        Ok(self.with_layout(self.layout.view(shape)?))
+        self.view_op("view", self.layout.view(shape)?, || Ok(ViewGrad::Reshape))
     }
 
     /// The same elements with another shape: a view when the strides allow it, otherwise a
@@ -252,7 +278,7 @@ impl<E: Element> DynTensor<E> {
     /// [`DynTensor::reshape`], or an error when the element count differs.
     pub fn try_reshape(&self, shape: &[isize]) -> Result<Self> {
         match self.layout.view(shape) {
-            Ok(layout) => Ok(self.with_layout(layout)),
+            Ok(layout) => self.view_op("reshape", layout, || Ok(ViewGrad::Reshape)),
             Err(e) if e.kind() == ErrorKind::NotViewable => self
                 .try_contiguous()?
                 .try_view(shape)
@@ -277,14 +303,14 @@ impl<E: Element> DynTensor<E> {
     /// [`DynTensor::flatten`], or an error for a bad dim range.
     pub fn try_flatten(&self, start: isize, end: isize) -> Result<Self> {
         match self.layout.flatten(start, end)? {
-            Some(layout) => Ok(self.with_layout(layout)),
+            Some(layout) => self.view_op("flatten", layout, || Ok(ViewGrad::Reshape)),
             None => {
                 let c = self.try_contiguous()?;
                 let layout = c
                     .layout
                     .flatten(start, end)?
                     .expect("contiguous layouts flatten");
-                Ok(c.with_layout(layout))
+                c.view_op("flatten", layout, || Ok(ViewGrad::Reshape))
             }
         }
     }
@@ -317,7 +343,20 @@ impl<E: Element> DynTensor<E> {
     ) -> Result<Self> {
         let layout = Layout::new(sizes, strides, offset)?;
         check_fits("as_strided", &layout, self.storage.len())?;
-        Ok(self.with_layout(layout))
+        let base = self.storage_offset();
+        self.view_op("as_strided", layout, || {
+            let inside =
+                offset >= base && layout_reach(sizes, strides, offset - base) <= self.numel();
+            if !self.is_contiguous() || !inside {
+                return Err(Error::new(
+                    ErrorKind::Autograd,
+                    "as_strided",
+                    "the gradient of as_strided is supported on a contiguous input, for a view \
+                     within the input's own elements; call contiguous() first",
+                ));
+            }
+            Ok(ViewGrad::Embed(Layout::new(sizes, strides, offset - base)?))
+        })
     }
 
     /// This tensor if it is contiguous (same storage, no copy), otherwise a contiguous copy.
@@ -340,4 +379,43 @@ impl<E: Element> DynTensor<E> {
         }
         self.deep_copy("contiguous")
     }
+}
+
+impl<E: Element> DynTensor<E> {
+    /// This tensor's storage seen through `layout`, a view made by op `op`: recorded with the
+    /// gradient rule `how` gives when this tensor requires grad (and grad mode is on).
+    pub(crate) fn view_op(
+        &self,
+        op: &'static str,
+        layout: Layout,
+        how: impl FnOnce() -> Result<ViewGrad>,
+    ) -> Result<Self> {
+        let out = self.with_layout(layout);
+        if !crate::autograd::tracks(self) {
+            return Ok(out);
+        }
+        crate::autograd::view(op, self, out, how()?)
+    }
+
+    /// The gradient rule of a view that selects elements: `f` applied to a contiguous
+    /// layout of this tensor's shape.
+    pub(crate) fn embedded(&self, f: impl FnOnce(&Layout) -> Result<Layout>) -> Result<ViewGrad> {
+        Ok(ViewGrad::Embed(f(&Layout::contiguous(self.shape())?)?))
+    }
+}
+
+/// One past the last storage index that sizes `sizes` and strides `strides` reach from
+/// `offset` (0 for an empty view); the sizes were checked to fit a storage, so nothing
+/// overflows.
+fn layout_reach(sizes: &[usize], strides: &[usize], offset: usize) -> usize {
+    if sizes.contains(&0) {
+        return 0;
+    }
+    offset
+        + 1
+        + sizes
+            .iter()
+            .zip(strides)
+            .map(|(&s, &st)| (s - 1) * st)
+            .sum::<usize>()
 }

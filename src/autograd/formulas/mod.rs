@@ -1,0 +1,80 @@
+//! The gradient formulas, one file per family of ops. Each records its op's node when an
+//! input requires grad, saving only what its formula reads.
+//!
+//! Formulas are written with the crate's own ops (which record when `create_graph` turns
+//! grad mode on), so every gradient is itself differentiable.
+
+mod along;
+mod matmul;
+mod pointwise;
+mod reduce;
+pub(crate) mod view_grad;
+
+pub(crate) use along::{cat, cumsum, same_op, softmax};
+pub(crate) use matmul::matmul;
+pub(crate) use pointwise::{binary, root, select, unary};
+pub(crate) use reduce::{extreme, pick, reduce};
+pub(crate) use view_grad::{identity, view};
+
+use super::any::AnyTensor;
+use crate::backend::op::{BinaryOp, UnaryOp};
+use crate::dtype::Element;
+use crate::error::Result;
+use crate::tensor::DynTensor;
+
+/// The op name formulas use for the ops they are made of.
+const OP: &str = "backward";
+
+pub(super) fn un<E: Element>(u: UnaryOp, x: &DynTensor<E>) -> Result<DynTensor<E>> {
+    crate::ops::unary(OP, u, x)
+}
+
+pub(super) fn bin<E: Element>(
+    b: BinaryOp,
+    x: &DynTensor<E>,
+    y: &DynTensor<E>,
+) -> Result<DynTensor<E>> {
+    crate::ops::binary::<E, E, E>(OP, b, x, y)
+}
+
+/// `b(x, c)` with the constant `c`.
+pub(super) fn bin_c<E: Element>(b: BinaryOp, x: &DynTensor<E>, c: f64) -> Result<DynTensor<E>> {
+    crate::ops::binary_scalar::<E, E>(OP, b, x, Element::from_f64(c), false)
+}
+
+/// `x * y`.
+pub(super) fn mul<E: Element>(x: &DynTensor<E>, y: &DynTensor<E>) -> Result<DynTensor<E>> {
+    bin(BinaryOp::Mul, x, y)
+}
+
+/// `x * c`.
+pub(super) fn mul_c<E: Element>(x: &DynTensor<E>, c: f64) -> Result<DynTensor<E>> {
+    bin_c(BinaryOp::Mul, x, c)
+}
+
+/// `x` summed over the dims that broadcasting added or stretched, to `shape`.
+pub(super) fn sum_to<E: Element>(x: DynTensor<E>, shape: &[usize]) -> Result<DynTensor<E>> {
+    if x.shape() == shape {
+        return Ok(x);
+    }
+    let lead = x.dim() - shape.len();
+    let mut mask = vec![true; lead];
+    mask.extend(
+        shape
+            .iter()
+            .zip(&x.shape()[lead..])
+            .map(|(&want, &have)| want == 1 && have != 1),
+    );
+    let summed = crate::ops::reduce_keepdim::<E>(OP, crate::backend::op::ReduceOp::Sum, &x, &mask)?;
+    let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+    summed.try_reshape(&sizes)
+}
+
+/// `g` as a tensor of `A`, converted (and recorded) when the op computed in another type.
+pub(super) fn cast_back<O: Element, A: Element>(g: DynTensor<O>) -> Result<DynTensor<A>> {
+    crate::ops::converted::<O, A>(&g)
+}
+
+pub(super) fn some<E: Element>(t: DynTensor<E>) -> Option<AnyTensor> {
+    Some(AnyTensor::new(t))
+}

@@ -1,0 +1,177 @@
+//! The graph: one [`Node`] per recorded op, and the [`Meta`] a tracked tensor carries.
+//!
+//! # Invariants
+//! - Edges point from an op's node to the nodes of its inputs (towards the leaves), so a
+//!   graph is kept alive by the tensors at its end; dropping the loss frees it.
+//! - A node never holds its own output with graph membership (that would be a cycle): a
+//!   saved output is stored detached and re-attached to the node when it is used (see
+//!   [`Saved`]).
+//! - A leaf's gradient lives in its `Accumulate` node, which every op using the leaf points
+//!   to; all handles of the leaf (`shallow_clone`) share it.
+//! - A node's backward function is dropped after it ran unless the graph is retained, which
+//!   frees the tensors it saved; running it again is an error, never a silent zero.
+
+use super::any::AnyTensor;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, ErrorKind, Result};
+use crate::tensor::DynTensor;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+
+/// A gradient slot: empty until a backward pass writes it.
+pub(crate) type GradSlot = Mutex<Option<AnyTensor>>;
+
+/// The gradients of an op's inputs from the gradient of its output; `None` for an input that
+/// gets no gradient. Runs with grad mode on only for `create_graph`.
+pub(crate) type BackwardFn =
+    Box<dyn Fn(AnyTensor, &Arc<Node>) -> Result<Vec<Option<AnyTensor>>> + Send + Sync>;
+
+/// The type and shape a gradient must have.
+#[derive(Clone, Debug)]
+pub(crate) struct GradInfo {
+    pub(crate) dtype: DType,
+    pub(crate) shape: Vec<usize>,
+}
+
+pub(crate) enum NodeKind {
+    /// A recorded op: computes its inputs' gradients.
+    Function {
+        backward: Mutex<Option<BackwardFn>>,
+        /// Whether running it frees what it saved (false for ops that save nothing).
+        frees: bool,
+    },
+    /// A leaf that requires grad: adds what arrives into `grad`.
+    Accumulate { grad: GradSlot },
+}
+
+/// One recorded op (or a leaf's accumulator).
+pub(crate) struct Node {
+    /// The op's name, as in error messages (`exp`, `matmul`, …).
+    pub(crate) name: &'static str,
+    /// Per input: the node its gradient goes to (`None`: the input needs none).
+    pub(crate) next: Vec<Option<Arc<Node>>>,
+    /// Per input: the type and shape of its gradient.
+    pub(crate) inputs: Vec<GradInfo>,
+    /// The type and shape of this node's output (its incoming gradient).
+    pub(crate) output: GradInfo,
+    pub(crate) kind: NodeKind,
+    /// Gradient slots of non-leaf tensors that called `retain_grad`.
+    pub(crate) retained: Mutex<Vec<Weak<GradSlot>>>,
+}
+
+impl Node {
+    pub(crate) fn accumulate(output: GradInfo) -> Arc<Node> {
+        Arc::new(Node {
+            name: "AccumulateGrad",
+            next: Vec::new(),
+            inputs: Vec::new(),
+            output,
+            kind: NodeKind::Accumulate {
+                grad: Mutex::new(None),
+            },
+            retained: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn is_accumulate(&self) -> bool {
+        matches!(self.kind, NodeKind::Accumulate { .. })
+    }
+
+    pub(crate) fn key(self: &Arc<Node>) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a tensor that requires grad carries.
+pub(crate) enum Meta {
+    /// A tensor made by the user with `requires_grad_(true)`.
+    Leaf { node: Arc<Node> },
+    /// The output of a recorded op.
+    Interior {
+        grad_fn: Arc<Node>,
+        retained: OnceLock<Arc<GradSlot>>,
+    },
+}
+
+impl Meta {
+    pub(crate) fn interior(grad_fn: Arc<Node>) -> Arc<Meta> {
+        Arc::new(Meta::Interior {
+            grad_fn,
+            retained: OnceLock::new(),
+        })
+    }
+
+    /// The node a gradient for this tensor goes to.
+    pub(crate) fn node(&self) -> &Arc<Node> {
+        match self {
+            Meta::Leaf { node } => node,
+            Meta::Interior { grad_fn, .. } => grad_fn,
+        }
+    }
+
+    /// Where `grad()` reads: the leaf's accumulator or a retained slot.
+    pub(crate) fn grad_slot(&self) -> Option<&GradSlot> {
+        match self {
+            Meta::Leaf { node } => match &node.kind {
+                NodeKind::Accumulate { grad } => Some(grad),
+                NodeKind::Function { .. } => None,
+            },
+            Meta::Interior { retained, .. } => retained.get().map(|s| &**s),
+        }
+    }
+}
+
+/// A tensor an op's backward needs, with the storage version it had when saved.
+pub(crate) struct Saved<E: Element> {
+    tensor: DynTensor<E>,
+    version: u64,
+    /// Whether `tensor` is the op's own output (stored detached; see the invariants).
+    is_output: bool,
+}
+
+impl<E: Element> Saved<E> {
+    /// An input of the op, kept with its graph membership (for `create_graph`).
+    pub(crate) fn input(t: &DynTensor<E>) -> Saved<E> {
+        Saved {
+            version: t.storage().version(),
+            tensor: t.shallow_clone(),
+            is_output: false,
+        }
+    }
+
+    /// The op's output.
+    pub(crate) fn output(t: &DynTensor<E>) -> Saved<E> {
+        Saved {
+            version: t.storage().version(),
+            tensor: t.detach(),
+            is_output: true,
+        }
+    }
+
+    /// The saved tensor; an error if its storage was written since it was saved.
+    pub(crate) fn get(&self, node: &Arc<Node>) -> Result<DynTensor<E>> {
+        let now = self.tensor.storage().version();
+        if now != self.version {
+            return Err(Error::new(
+                ErrorKind::Autograd,
+                node.name,
+                format!(
+                    "a tensor needed to compute the gradient of `{}` was modified in place \
+                     (version {now}, expected {}); compute out of place, or clone the tensor \
+                     before writing to it",
+                    node.name, self.version
+                ),
+            ));
+        }
+        if self.is_output && super::is_grad_enabled() {
+            return Ok(self
+                .tensor
+                .shallow_clone()
+                .with_meta(Some(Meta::interior(Arc::clone(node)))));
+        }
+        Ok(self.tensor.shallow_clone())
+    }
+}

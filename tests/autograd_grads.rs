@@ -1,0 +1,403 @@
+//! Gradients against central finite differences in f64, for every op with a gradient, on
+//! inputs laid out contiguously, transposed, at an offset, stepped and expanded (stride 0),
+//! over random shapes and values (proptest).
+//!
+//! The checker takes a function of some tensors, makes each input a leaf with the asked-for
+//! layout, backpropagates `Σ y ⊙ r` for a fixed random `r`, and compares each input's
+//! gradient with `(L(x + ε eᵢ) − L(x − ε eᵢ)) / 2ε` computed under `no_grad` on contiguous
+//! copies (ε = 1e-6).
+
+use namedtensor::autograd::no_grad;
+use namedtensor::{DynTensor, Idx};
+use proptest::prelude::*;
+
+type T = DynTensor<f64>;
+/// A named function of one tensor.
+type Unary<'a> = (&'a str, &'a dyn Fn(&T) -> T);
+/// A named function of two tensors.
+type Binary<'a> = (&'a str, &'a dyn Fn(&T, &T) -> T);
+
+/// How a leaf's elements sit in its storage.
+#[derive(Clone, Copy, Debug)]
+enum Lay {
+    Contiguous,
+    Transposed,
+    Offset,
+    Stepped,
+    Expanded,
+}
+
+fn lay() -> impl Strategy<Value = Lay> {
+    prop_oneof![
+        Just(Lay::Contiguous),
+        Just(Lay::Transposed),
+        Just(Lay::Offset),
+        Just(Lay::Stepped),
+        Just(Lay::Expanded),
+    ]
+}
+
+/// A leaf of `shape` with values `v` (row-major), laid out as `lay`. For `Expanded`, dim 0 is
+/// a stride-0 broadcast of the first row, so the values repeat along it.
+fn make(v: &[f64], shape: &[usize], lay: Lay) -> T {
+    let c = DynTensor::from_vec(v.to_vec(), shape);
+    let n = v.len();
+    let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+    let t = match lay {
+        Lay::Contiguous => c,
+        Lay::Transposed => {
+            let rev: Vec<isize> = (0..shape.len() as isize).rev().collect();
+            c.permute(&rev).contiguous().permute(&rev)
+        }
+        Lay::Offset => {
+            let big = DynTensor::<f64>::zeros(&[n + 3]);
+            big.narrow(0, 3, n).copy_(&c.reshape(&[-1]));
+            big.narrow(0, 3, n).view(&sizes)
+        }
+        Lay::Stepped => {
+            let big = DynTensor::<f64>::zeros(&[2 * n.max(1)]);
+            let s = big.slice(0, Some(0), None, 2);
+            s.copy_(&c.reshape(&[-1]));
+            s.reshape(&sizes)
+        }
+        Lay::Expanded if !shape.is_empty() => c.narrow(0, 0, 1.min(shape[0])).expand(&sizes),
+        Lay::Expanded => c,
+    };
+    assert_eq!(t.shape(), shape);
+    t.detach().requires_grad_(true)
+}
+
+/// Deterministic pseudo-random values in (-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Checks the gradients of `f` at `inputs` (each a leaf made by [`make`]).
+fn check(name: &str, inputs: &[T], f: &dyn Fn(&[T]) -> T) {
+    let y = f(inputs);
+    let r = DynTensor::from_vec(values(y.numel(), 99), y.shape());
+    (&y * &r).sum().backward();
+    let loss = |xs: &[T]| -> f64 { no_grad(|| (&f(xs) * &r).sum().item()) };
+    let eps = 1e-6;
+    for (i, x) in inputs.iter().enumerate() {
+        let g = x
+            .grad()
+            .unwrap_or_else(|| DynTensor::zeros(x.shape()))
+            .to_vec();
+        let base: Vec<T> = inputs.iter().map(|t| t.detach().contiguous()).collect();
+        let flat = base[i].to_vec();
+        for j in 0..flat.len() {
+            let at = |d: f64| {
+                let mut v = flat.clone();
+                v[j] += d;
+                let mut xs = base.clone();
+                xs[i] = DynTensor::from_vec(v, x.shape());
+                loss(&xs)
+            };
+            let numeric = (at(eps) - at(-eps)) / (2.0 * eps);
+            let tol = 1e-6 + 1e-5 * numeric.abs();
+            assert!(
+                (g[j] - numeric).abs() <= tol,
+                "{name}: d/d input {i} element {j}: autograd {} vs finite differences {numeric} \
+                 (shape {:?}, strides {:?})",
+                g[j],
+                x.shape(),
+                x.stride()
+            );
+        }
+    }
+}
+
+fn shape(max_rank: usize) -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(1usize..4, 1..=max_rank)
+}
+
+/// Values kept away from the kinks and poles of the ops under test.
+fn positive(n: usize, seed: u64) -> Vec<f64> {
+    values(n, seed).iter().map(|v| 0.3 + v.abs()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn unary_ops(shape in shape(3), l in lay(), seed in 0u64..1000) {
+        let n: usize = shape.iter().product();
+        let x = make(&values(n, seed), &shape, l);
+        let p = make(&positive(n, seed), &shape, l);
+        let ops: [Unary<'_>; 18] = [
+            ("exp", &|x| x.exp()), ("neg", &|x| x.neg()), ("sin", &|x| x.sin()),
+            ("cos", &|x| x.cos()), ("tan", &|x| x.tan()), ("tanh", &|x| x.tanh()),
+            ("sigmoid", &|x| x.sigmoid()), ("erf", &|x| x.erf()), ("gelu", &|x| x.gelu()),
+            ("gelu_tanh", &|x| x.gelu_tanh()), ("silu", &|x| x.silu()),
+            ("expm1", &|x| x.expm1()), ("square", &|x| x.square()),
+            ("relu", &|x| (x + 2.0).relu()),
+            ("abs", &|x| (x + 2.0).abs()), ("clamp", &|x| x.clamp(-0.5, 0.5)),
+            ("powf", &|x| (x + 2.0).powf(1.7)), ("floor", &|x| x.floor()),
+        ];
+        for (name, f) in ops {
+            x.zero_grad();
+            check(name, std::slice::from_ref(&x), &|xs| f(&xs[0]));
+        }
+        let pos: [Unary<'_>; 5] = [
+            ("log", &|x| x.log()), ("log1p", &|x| x.log1p()), ("sqrt", &|x| x.sqrt()),
+            ("rsqrt", &|x| x.rsqrt()), ("recip", &|x| x.recip()),
+        ];
+        for (name, f) in pos {
+            p.zero_grad();
+            check(name, std::slice::from_ref(&p), &|xs| f(&xs[0]));
+        }
+    }
+
+    #[test]
+    fn binary_ops_broadcast(
+        shape in shape(3), l1 in lay(), l2 in lay(), keep in prop::collection::vec(any::<bool>(), 3),
+        drop_lead in any::<bool>(), seed in 0u64..1000,
+    ) {
+        // The second operand broadcasts: some dims of size 1, maybe fewer dims.
+        let mut other: Vec<usize> = shape.iter().zip(&keep).map(|(&s, &k)| if k { s } else { 1 }).collect();
+        if drop_lead && other.len() > 1 {
+            other.remove(0);
+        }
+        let n1: usize = shape.iter().product();
+        let n2: usize = other.iter().product();
+        let a = make(&values(n1, seed), &shape, l1);
+        let b = make(&positive(n2, seed + 1), &other, l2);
+        let ops: [Binary<'_>; 8] = [
+            ("add", &|a, b| a + b), ("sub", &|a, b| a - b), ("mul", &|a, b| a * b),
+            ("div", &|a, b| a / b), ("pow", &|a, b| (a + 2.0).pow(b)),
+            ("maximum", &|a, b| a.maximum(b)), ("minimum", &|a, b| a.minimum(b)),
+            ("scalar forms", &|a, b| (2.0 - a) * 3.0 + b / 2.0 - 1.0 / b),
+        ];
+        for (name, f) in ops {
+            a.zero_grad();
+            b.zero_grad();
+            check(name, &[a.shallow_clone(), b.shallow_clone()], &|xs| f(&xs[0], &xs[1]));
+        }
+    }
+
+    #[test]
+    fn reductions(shape in shape(3), l in lay(), keepdim in any::<bool>(), d in 0usize..3, seed in 0u64..1000) {
+        let n: usize = shape.iter().product();
+        let x = make(&values(n, seed), &shape, l);
+        let d = (d % shape.len()) as isize;
+        let ops: [Unary<'_>; 12] = [
+            ("prod", &|x| x.prod_dims(&[d], keepdim)),
+            ("sum", &|x| x.sum()),
+            ("sum_dim", &|x| x.sum_dim(d, keepdim)),
+            ("mean_dim", &|x| x.mean_dim(d, keepdim)),
+            ("mean", &|x| x.mean()),
+            ("var_dims", &|x| x.var_dims(&[d], 1, keepdim)),
+            ("std_dims", &|x| x.std_dims(&[d], 1, keepdim)),
+            ("logsumexp", &|x| x.logsumexp_dims(&[d], keepdim)),
+            ("norm", &|x| x.norm_dims(2.0, &[d], keepdim)),
+            ("amax", &|x| x.amax_dims(&[d], keepdim)),
+            ("max_dim", &|x| x.max_dim(d, keepdim).0),
+            ("min", &|x| x.min()),
+        ];
+        for (name, f) in ops {
+            if (name.starts_with("var") || name.starts_with("std")) && shape[d as usize] < 2 {
+                continue;
+            }
+            // An expanded input repeats its values: the extremes tie, where finite differences
+            // are one-sided (ties are checked against PyTorch's rule below).
+            let picks = matches!(name, "amax" | "max_dim" | "min");
+            if picks && matches!(l, Lay::Expanded) {
+                continue;
+            }
+            x.zero_grad();
+            check(name, std::slice::from_ref(&x), &|xs| f(&xs[0]));
+        }
+    }
+
+    #[test]
+    fn along_one_dim(shape in shape(3), l in lay(), d in 0usize..3, seed in 0u64..1000) {
+        let n: usize = shape.iter().product();
+        let x = make(&values(n, seed), &shape, l);
+        let d = (d % shape.len()) as isize;
+        let ops: [Unary<'_>; 4] = [
+            ("softmax", &|x| x.softmax(d)),
+            ("log_softmax", &|x| x.log_softmax(d)),
+            ("cumsum", &|x| x.cumsum(d)),
+            ("flip", &|x| x.flip(&[d])),
+        ];
+        for (name, f) in ops {
+            x.zero_grad();
+            check(name, std::slice::from_ref(&x), &|xs| f(&xs[0]));
+        }
+    }
+
+    #[test]
+    fn views(shape in shape(3), l in lay(), d in 0usize..3, seed in 0u64..1000) {
+        let n: usize = shape.iter().product();
+        let x = make(&values(n, seed), &shape, l);
+        let r = shape.len() as isize;
+        let d = (d % shape.len()) as isize;
+        let size = shape[d as usize] as isize;
+        let ops: [Unary<'_>; 16] = [
+            ("reshape", &|x| x.reshape(&[-1])),
+            ("transpose", &|x| x.transpose(0, r - 1)),
+            ("permute", &|x| x.permute(&(0..r).rev().collect::<Vec<_>>())),
+            ("unsqueeze+expand", &|x| x.unsqueeze(0).expand(&[&[2], x.shape()].concat().iter().map(|&s| s as isize).collect::<Vec<_>>())),
+            ("squeeze", &|x| x.unsqueeze(1).squeeze()),
+            ("narrow", &|x| x.narrow(d, size - 1, 1)),
+            ("select", &|x| x.select(d, 0)),
+            ("slice", &|x| x.slice(d, Some(0), None, 2)),
+            ("i", &|x| x.i((Idx::step(.., 2), namedtensor::NewAxis))),
+            ("flatten", &|x| x.flatten(0, -1)),
+            ("contiguous", &|x| x.t_all().contiguous()),
+            ("clone", &|x| x.clone()),
+            ("to_dtype", &|x| x.to_dtype::<f64>()),
+            ("repeat", &|x| x.repeat(&[2, 1, 1, 1][..x.dim() + 1])),
+            ("triu", &|x| x.reshape(&[1, -1]).expand(&[3, x.numel() as isize]).triu(1)),
+            ("as_strided", &|x| { let c = x.contiguous(); c.as_strided(&[x.numel().min(2)], &[1], c.storage_offset()) }),
+        ];
+        for (name, f) in ops {
+            x.zero_grad();
+            check(name, std::slice::from_ref(&x), &|xs| f(&xs[0]));
+        }
+    }
+
+    #[test]
+    fn joins_and_selections(shape in shape(3), l1 in lay(), l2 in lay(), d in 0usize..3, seed in 0u64..1000) {
+        let n: usize = shape.iter().product();
+        let a = make(&values(n, seed), &shape, l1);
+        let b = make(&values(n, seed + 7), &shape, l2);
+        let d = (d % shape.len()) as isize;
+        let ops: [Binary<'_>; 6] = [
+            ("cat", &|a, b| DynTensor::cat(&[a, b], d)),
+            ("stack", &|a, b| DynTensor::stack(&[a, b], d)),
+            ("split", &|a, b| { let p = a.split(1, d); &p[0] * &p[p.len() - 1] + b }),
+            ("unbind", &|a, b| { let p = a.unbind(d); &p[0] + &b.select(d, 0) }),
+            ("where", &|a, b| a.where_(&a.gt_scalar(0.0), b)),
+            ("masked_fill", &|a, b| a.masked_fill(&b.gt_scalar(0.0), 0.5) * b),
+        ];
+        for (name, f) in ops {
+            a.zero_grad();
+            b.zero_grad();
+            check(name, &[a.shallow_clone(), b.shallow_clone()], &|xs| f(&xs[0], &xs[1]));
+        }
+    }
+
+    #[test]
+    fn matmul_rank_rules(
+        m in 1usize..4, k in 1usize..4, n in 1usize..4, batch in 1usize..3,
+        case in 0usize..7, l1 in lay(), l2 in lay(), seed in 0u64..1000,
+    ) {
+        let (sa, sb): (Vec<usize>, Vec<usize>) = match case {
+            0 => (vec![k], vec![k]),
+            1 => (vec![m, k], vec![k, n]),
+            2 => (vec![k], vec![k, n]),
+            3 => (vec![m, k], vec![k]),
+            4 => (vec![batch, m, k], vec![batch, k, n]),
+            5 => (vec![batch, 1, m, k], vec![2, k, n]),  // broadcast batch dims
+            _ => (vec![batch, m, k], vec![k]),
+        };
+        let a = make(&values(sa.iter().product(), seed), &sa, l1);
+        let b = make(&values(sb.iter().product(), seed + 3), &sb, l2);
+        check("matmul", &[a, b], &|xs| xs[0].matmul(&xs[1]));
+    }
+}
+
+/// `t` with its dims reversed (a view).
+trait TAll {
+    fn t_all(&self) -> Self;
+}
+
+impl TAll for T {
+    fn t_all(&self) -> T {
+        self.permute(&(0..self.dim() as isize).rev().collect::<Vec<_>>())
+    }
+}
+
+#[test]
+fn second_derivatives_through_create_graph() {
+    use namedtensor::autograd::{BackwardOptions, grad};
+    // d²/dx² of Σ tanh(x)·x² against finite differences of the first derivative.
+    let v = vec![0.3, -0.7, 1.1];
+    let x = DynTensor::from_vec(v.clone(), &[3]).requires_grad_(true);
+    let f = |x: &T| (&x.tanh() * &x.square()).sum();
+    let g = grad(&[&f(&x)], None, &[&x], BackwardOptions::create_graph()).unwrap();
+    let g = g[0].clone().unwrap();
+    let h = grad(&[&g.sum()], None, &[&x], BackwardOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap()
+        .to_vec();
+    let first = |v: &[f64]| -> Vec<f64> {
+        let x = DynTensor::from_vec(v.to_vec(), &[3]).requires_grad_(true);
+        f(&x).backward();
+        x.grad().unwrap().to_vec()
+    };
+    for i in 0..3 {
+        let (mut p, mut m) = (v.clone(), v.clone());
+        p[i] += 1e-6;
+        m[i] -= 1e-6;
+        let (gp, gm) = (first(&p), first(&m));
+        // Σ_j ∂g_j/∂x_i, the gradient of g.sum()
+        let numeric: f64 = (0..3).map(|j| (gp[j] - gm[j]) / 2e-6).sum();
+        assert!((h[i] - numeric).abs() < 1e-5, "{i}: {} vs {numeric}", h[i]);
+    }
+}
+
+#[test]
+fn ties_share_the_gradient_like_pytorch() {
+    // amax over ties: evenly split; max_dim: the chosen index only; maximum: halves.
+    let x = DynTensor::from_vec(vec![1.0f64, 3.0, 3.0], &[3]).requires_grad_(true);
+    x.amax_dims(&[0], false).backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![0.0, 0.5, 0.5]);
+    x.zero_grad();
+    x.max_dim(0, false).0.backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![0.0, 1.0, 0.0]);
+    let y = DynTensor::from_vec(vec![1.0f64, 3.0, 2.0], &[3]).requires_grad_(true);
+    x.zero_grad();
+    x.maximum(&y).sum().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![0.5, 0.5, 1.0]);
+    assert_eq!(y.grad().unwrap().to_vec(), vec![0.5, 0.5, 0.0]);
+}
+
+#[test]
+fn mixed_dtypes_cast_gradients_back() {
+    let a = DynTensor::from_vec(vec![1.0f32, 2.0], &[2]).requires_grad_(true);
+    let b = DynTensor::from_vec(vec![3.0f64, 4.0], &[2]).requires_grad_(true);
+    let y = &a * &b; // f64
+    y.sum().backward();
+    let ga: DynTensor<f32> = a.grad().unwrap();
+    assert_eq!(ga.to_vec(), vec![3.0, 4.0]);
+    assert_eq!(b.grad().unwrap().to_vec(), vec![1.0, 2.0]);
+    // Integer operands take no gradient but still combine.
+    let i = DynTensor::from_vec(vec![2i64, 5], &[2]);
+    a.zero_grad();
+    (&a * &i).sum().backward();
+    assert_eq!(a.grad().unwrap().to_vec(), vec![2.0, 5.0]);
+    // f16 leaves get f16 gradients.
+    let h = DynTensor::from_vec(vec![half::f16::from_f32(2.0)], &[1]).requires_grad_(true);
+    h.square().sum().backward();
+    assert_eq!(h.grad().unwrap().to_vec(), vec![half::f16::from_f32(4.0)]);
+}
+
+#[test]
+fn prod_with_zeros() {
+    // Lanes (rows) with no zero, one zero and two zeros; a product is a polynomial, so
+    // finite differences are exact enough at the zeros too.
+    let v = vec![0.5, -2.0, 1.5, 0.0, 3.0, 0.7, 0.0, 0.0, 1.2];
+    for lay in [Lay::Contiguous, Lay::Transposed, Lay::Stepped] {
+        let x = make(&v, &[3, 3], lay);
+        check("prod_dim", std::slice::from_ref(&x), &|xs| {
+            xs[0].prod_dim(1, false)
+        });
+        let x = make(&v, &[3, 3], lay);
+        check("prod", std::slice::from_ref(&x), &|xs| {
+            xs[0].prod_dims(&[], false)
+        });
+    }
+}
