@@ -1,4 +1,4 @@
-//! Accuracy of the vectorised `exp` (and of the ops built on it) against independent
+//! Accuracy of the vectorised `exp` and `tanh` (and of the ops built on them) against independent
 //! references: `f64::exp` for `f32` results, and for `f64` results a double-double
 //! evaluation written here (range reduction by a 3-part ln 2, Taylor series in
 //! double-double arithmetic) so that the `f64` reference does not rest on any one libm.
@@ -304,4 +304,47 @@ fn sigmoid_and_softmax_follow_exp() {
             assert!((ls[r * 100 + c] as f64 - want_log).abs() <= 2e-5 * want_log.abs().max(1.0));
         }
     }
+}
+
+#[test]
+fn tanh_f32_within_two_ulp() {
+    // A dense sweep over the range where tanh is not ±1 in f32, and the floats around the
+    // switch between the polynomial and the exp form (0.625), 0 and the tiny values.
+    let xs = sweep_f32(
+        -10.0,
+        10.0,
+        4_000_001,
+        &[0.625, -0.625, 0.0, 1e-30, -1e-30, 9.0, -9.0],
+    );
+    let t = DynTensor::from_vec(xs.clone(), &[xs.len()]);
+    let got = t.tanh().to_vec();
+    let mut worst = (0.0f64, 0.0f32);
+    for (&x, &y) in xs.iter().zip(&got) {
+        let e = err_f32(y, (x as f64).tanh());
+        if e > worst.0 {
+            worst = (e, x);
+        }
+    }
+    println!(
+        "tanh f32: max error {:.3} ulp at x = {:e}",
+        worst.0, worst.1
+    );
+    assert!(worst.0 <= 2.0, "max error {} ulp at {}", worst.0, worst.1);
+    let special = DynTensor::from_vec(
+        vec![
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            100.0,
+            -100.0,
+        ],
+        &[6],
+    )
+    .tanh()
+    .to_vec();
+    assert!(special[0].is_nan());
+    assert_eq!(&special[1..3], &[1.0, -1.0]);
+    assert!(special[3] == 0.0 && special[3].is_sign_negative());
+    assert_eq!(&special[4..], &[1.0, -1.0]);
 }

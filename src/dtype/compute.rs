@@ -236,7 +236,7 @@ impl Native for bool {
 }
 
 macro_rules! float_native {
-    ($($t:ident : $erf:path, $exp:path);*) => {$(
+    ($($t:ident : $erf:path, $exp:path, $tanh:path);*) => {$(
         impl Native for $t {
             const LOWEST: Self = $t::NEG_INFINITY;
             const HIGHEST: Self = $t::INFINITY;
@@ -296,7 +296,7 @@ macro_rules! float_native {
             #[inline(always)]
             fn tan(self) -> Self { $t::tan(self) }
             #[inline(always)]
-            fn tanh(self) -> Self { $t::tanh(self) }
+            fn tanh(self) -> Self { $tanh(self) }
             #[inline(always)]
             fn erf(self) -> Self { $erf(self) }
             #[inline(always)]
@@ -315,8 +315,8 @@ macro_rules! float_native {
     )*};
 }
 float_native!(
-    f32: libm::erff, super::exp::exp_f32;
-    f64: libm::erf, super::exp::exp_f64
+    f32: libm::erff, super::exp::exp_f32, super::exp::tanh_f32;
+    f64: libm::erf, super::exp::exp_f64, f64::tanh
 );
 
 macro_rules! kernel {
