@@ -15,7 +15,7 @@ type Binary<'a> = (&'a str, &'a dyn Fn(&T, &T) -> T);
 
 /// `t` with the names `S`.
 fn named<S: namedtensor::Shape>(t: T) -> Tensor<f64, S> {
-    t.refine_names::<S>().unwrap()
+    t.refine_names::<S>()
 }
 
 fn fixtures() -> HashMap<String, T> {

@@ -42,8 +42,7 @@ use std::marker::PhantomData;
 /// use namedtensor::{dims, DynTensor, Tensor};
 /// dims! { Rows, Cols }
 /// let t: Tensor<f32, (Rows, Cols)> = DynTensor::from_vec(vec![1., 2., 3., 4., 5., 6.], &[2, 3])
-///     .refine_names()
-///     .unwrap();
+///     .refine_names();
 /// assert_eq!(t.names(), ["Rows", "Cols"]);
 /// assert_eq!(t.sum::<Rows>().into_dyn().to_vec(), vec![5., 7., 9.]);
 /// ```
@@ -190,11 +189,12 @@ impl<E: Element> DynTensor<E> {
     /// ```
     /// use namedtensor::{dims, DynTensor, Tensor};
     /// dims! { Rows, Cols }
-    /// let t: Tensor<f32, (Rows, Cols)> = DynTensor::zeros(&[2, 3]).refine_names().unwrap();
+    /// let t: Tensor<f32, (Rows, Cols)> = DynTensor::zeros(&[2, 3]).refine_names();
     /// assert_eq!(t.size::<Cols>(), 3);
     /// ```
-    pub fn refine_names<S: Shape>(self) -> Result<Tensor<E, S>> {
-        self.try_refine_names()
+    #[track_caller]
+    pub fn refine_names<S: Shape>(self) -> Tensor<E, S> {
+        crate::tensor::or_panic(self.try_refine_names())
     }
 
     /// Names the dims of this tensor `S`, or an error if its rank is not `S`'s.

@@ -8,9 +8,9 @@
 
 use super::promote::{Promote, Promoted, ScalarPromote};
 use super::{C, any_zero, binary, binary_, binary_scalar, bool_unsupported, check_inplace_cast};
-use crate::backend::op::BinaryOp;
+use crate::backend::op::{BinaryOp, CompareOp};
+use crate::dtype::cast;
 use crate::dtype::{DType, Element};
-use crate::dtype::{Native, cast};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::{DynTensor, or_panic};
 
@@ -23,14 +23,20 @@ pub(crate) enum Rule {
     NoBool,
     /// Not for `bool`, and integer divisors must not be zero.
     Divisor,
+    /// Not for `bool`, and integer exponents must not be negative (PyTorch: "Integers to
+    /// negative integer powers are not allowed").
+    Exponent,
 }
 
 pub(crate) use super::promote::{DivOutput as Q, ScalarDivOutput as Qs, ScalarPromoted as Sp};
 
+/// Checks `rule` for result type `R`; `breaks` says whether the right-hand operand holds a
+/// value the rule refuses for integers (a zero divisor, a negative exponent), and is only
+/// called for integer results.
 pub(crate) fn check<R: Element>(
     op: &'static str,
     rule: Rule,
-    divisor_has_zero: impl FnOnce() -> Result<bool>,
+    breaks: impl FnOnce() -> Result<bool>,
 ) -> Result<()> {
     if rule == Rule::Any {
         return Ok(());
@@ -38,14 +44,42 @@ pub(crate) fn check<R: Element>(
     if R::DTYPE == DType::Bool {
         return Err(bool_unsupported(op, op));
     }
-    if rule == Rule::Divisor && !R::DTYPE.is_float() && divisor_has_zero()? {
+    let why = match rule {
+        Rule::Divisor => "integer division by zero",
+        Rule::Exponent => "integers to negative integer powers are not allowed",
+        Rule::Any | Rule::NoBool => return Ok(()),
+    };
+    if !R::DTYPE.is_float() && breaks()? {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             op,
-            format!("integer division by zero (result type {})", R::DTYPE),
+            format!("{why} (result type {})", R::DTYPE),
         ));
     }
     Ok(())
+}
+
+/// Whether `t` holds a value that `rule` refuses as an integer right-hand operand.
+pub(crate) fn breaks_rule<E: Element>(
+    op: &'static str,
+    rule: Rule,
+    t: &DynTensor<E>,
+) -> Result<bool> {
+    match rule {
+        Rule::Exponent => {
+            let negative = super::compare_scalar::<E>(op, CompareOp::Lt, t, 0.0)?;
+            super::any_true(op, &negative)
+        }
+        _ => any_zero(op, t),
+    }
+}
+
+/// Whether the scalar `v` is a value that `rule` refuses as an integer right-hand operand.
+fn scalar_breaks_rule<T: Element>(rule: Rule, v: T) -> bool {
+    match rule {
+        Rule::Exponent => v.to_f64() < 0.0,
+        _ => v.to_f64() == 0.0,
+    }
 }
 
 pub(crate) fn arith<A: Promote<B>, B: Element>(
@@ -55,7 +89,7 @@ pub(crate) fn arith<A: Promote<B>, B: Element>(
     b: &DynTensor<B>,
     bop: BinaryOp,
 ) -> Result<DynTensor<Promoted<A, B>>> {
-    check::<Promoted<A, B>>(op, rule, || any_zero(op, b))?;
+    check::<Promoted<A, B>>(op, rule, || breaks_rule(op, rule, b))?;
     binary::<A, B, Promoted<A, B>>(op, bop, a, b)
 }
 
@@ -70,9 +104,9 @@ pub(crate) fn arith_scalar<E: ScalarPromote<S>, S: Element>(
     let v: C<Sp<E, S>> = cast(s);
     check::<Sp<E, S>>(op, rule, || {
         if scalar_left {
-            any_zero(op, t)
+            breaks_rule(op, rule, t)
         } else {
-            Ok(v.is_zero())
+            Ok(scalar_breaks_rule(rule, v))
         }
     })?;
     binary_scalar::<E, Sp<E, S>>(op, bop, t, v, scalar_left)
@@ -86,7 +120,7 @@ fn arith_inplace<E: Promote<B>, B: Element>(
     bop: BinaryOp,
 ) -> Result<()> {
     check_inplace_cast::<Promoted<E, B>, E>(op)?;
-    check::<Promoted<E, B>>(op, rule, || any_zero(op, src))?;
+    check::<Promoted<E, B>>(op, rule, || breaks_rule(op, rule, src))?;
     binary_::<E, B, Promoted<E, B>>(op, bop, dst, src)
 }
 
@@ -99,7 +133,7 @@ fn arith_scalar_inplace<E: ScalarPromote<S>, S: Element>(
 ) -> Result<()> {
     check_inplace_cast::<Sp<E, S>, E>(op)?;
     let v: C<Sp<E, S>> = cast(s);
-    check::<Sp<E, S>>(op, rule, || Ok(v.is_zero()))?;
+    check::<Sp<E, S>>(op, rule, || Ok(scalar_breaks_rule(rule, v)))?;
     let v = super::scalar_on(v, dst.device())?;
     binary_::<E, C<Sp<E, S>>, Sp<E, S>>(op, bop, dst, &v)
 }
@@ -281,16 +315,19 @@ binary_ops! {
     /// ```
     mul, try_mul, mul_scalar, try_mul_scalar, mul_, try_mul_, mul_scalar_, try_mul_scalar_,
     Rule::Any, [2.0, 8.0], Mul;
-    /// Elementwise `self ** other`, broadcasting and promoting. Integer powers with negative
-    /// exponents follow PyTorch (`1`, `±1` for base `-1`, else `0`).
+    /// Elementwise `self ** other`, broadcasting and promoting. A negative exponent of an
+    /// integer result type is an error, as in PyTorch.
     ///
     /// ```
     /// use namedtensor::DynTensor;
     /// let a = DynTensor::from_vec(vec![2i32, 3], &[2]);
     /// assert_eq!(a.pow(&DynTensor::from_vec(vec![3i32], &[1])).to_vec(), vec![8, 27]);
+    /// assert!(a.try_pow_scalar(-1).is_err());
+    /// assert!(a.try_pow(&DynTensor::from_vec(vec![1i32, -2], &[2])).is_err());
+    /// assert_eq!(a.pow_scalar(-1.0).to_vec(), vec![0.5f32, 1.0 / 3.0]); // a float exponent
     /// ```
     pow, try_pow, pow_scalar, try_pow_scalar, pow_, try_pow_, pow_scalar_, try_pow_scalar_,
-    Rule::NoBool, [1.0, 16.0], Pow;
+    Rule::Exponent, [1.0, 16.0], Pow;
     /// The elementwise maximum, broadcasting and promoting; NaN if either is NaN.
     ///
     /// ```
@@ -387,6 +424,7 @@ impl<E: Element> DynTensor<E> {
     /// let t = namedtensor::DynTensor::from_vec(vec![1i32, 3], &[2]);
     /// assert_eq!(t.div_scalar(2).to_vec(), vec![0.5f32, 1.5]);
     /// ```
+    #[track_caller]
     pub fn div_scalar<S: Element>(&self, scalar: S) -> DynTensor<Qs<E, S>>
     where
         E: ScalarPromote<S>,

@@ -318,6 +318,7 @@ impl<E: Element> DynTensor<E> {
     /// let a = DynTensor::from_vec(vec![0i32, 3], &[2]);
     /// assert_eq!(a.logical_not().to_vec(), vec![true, false]);
     /// ```
+    #[track_caller]
     pub fn logical_not(&self) -> DynTensor<bool> {
         or_panic(test("logical_not", TestOp::Zero, self))
     }
@@ -329,6 +330,7 @@ impl<E: Element> DynTensor<E> {
     /// let a = DynTensor::from_vec(vec![1.0f32, f32::NAN], &[2]);
     /// assert_eq!(a.isnan().to_vec(), vec![false, true]);
     /// ```
+    #[track_caller]
     pub fn isnan(&self) -> DynTensor<bool> {
         or_panic(test("isnan", TestOp::Nan, self))
     }
@@ -340,6 +342,7 @@ impl<E: Element> DynTensor<E> {
     /// let a = DynTensor::from_vec(vec![1.0f32, f32::INFINITY, f32::NAN], &[3]);
     /// assert_eq!(a.isfinite().to_vec(), vec![true, false, false]);
     /// ```
+    #[track_caller]
     pub fn isfinite(&self) -> DynTensor<bool> {
         or_panic(test("isfinite", TestOp::Finite, self))
     }
@@ -351,6 +354,7 @@ impl<E: Element> DynTensor<E> {
     /// let a = DynTensor::from_vec(vec![1.0f32, f32::NEG_INFINITY, f32::NAN], &[3]);
     /// assert_eq!(a.isinf().to_vec(), vec![false, true, false]);
     /// ```
+    #[track_caller]
     pub fn isinf(&self) -> DynTensor<bool> {
         or_panic(test("isinf", TestOp::Inf, self))
     }

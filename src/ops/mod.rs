@@ -330,10 +330,13 @@ pub(crate) fn binary_<E: Element, B: Element, P: Element>(
 
 /// Whether any element of `t` is zero.
 pub(crate) fn any_zero<E: Element>(op: &'static str, t: &DynTensor<E>) -> Result<bool> {
-    let zeros = test(op, TestOp::Zero, t)?;
-    let all = vec![true; zeros.dim()];
-    let any =
-        dispatch::reduce::<bool, bool>(op, ReduceOp::Any, zeros.storage(), zeros.layout(), &all)?;
+    any_true(op, &test(op, TestOp::Zero, t)?)
+}
+
+/// Whether any element of `t` is true.
+pub(crate) fn any_true(op: &'static str, t: &DynTensor<bool>) -> Result<bool> {
+    let all = vec![true; t.dim()];
+    let any = dispatch::reduce::<bool, bool>(op, ReduceOp::Any, t.storage(), t.layout(), &all)?;
     DynTensor::<bool>::from_contiguous_buffer(any, &[])?.try_item()
 }
 

@@ -191,6 +191,10 @@ macro_rules! dims_forms {
      |$t:ident, $mask:ident, $keepdim:ident| $body:expr) => {
         impl<E: $bound> DynTensor<E> {
             $(#[doc = $doc])*
+            ///
+            #[doc = concat!("Panics where [`DynTensor::", stringify!($try_dims), "`] with `&[]` \
+                (every dim) fails; the panic names the caller's line.")]
+            #[track_caller]
             pub fn $all(&self) -> DynTensor<$out> {
                 let ($t, $mask, $keepdim) = (self, vec![true; self.dim()], false);
                 or_panic($body)
@@ -557,6 +561,7 @@ impl<E: Float> DynTensor<E> {
     /// assert!((t.var(1).item() - 5.0 / 3.0).abs() < 1e-12);
     /// assert_eq!(t.var(0).item(), 1.25);
     /// ```
+    #[track_caller]
     pub fn var(&self, correction: usize) -> DynTensor<E> {
         or_panic(var_impl(
             self,
@@ -602,6 +607,7 @@ impl<E: Float> DynTensor<E> {
     /// let t = DynTensor::from_vec(vec![1.0f64, 3.0], &[2]);
     /// assert_eq!(t.std(0).item(), 1.0);
     /// ```
+    #[track_caller]
     pub fn std(&self, correction: usize) -> DynTensor<E> {
         or_panic(var_impl(
             self,
@@ -650,6 +656,7 @@ impl<E: Float> DynTensor<E> {
     /// assert_eq!(t.norm(1.0).item(), 7.0);
     /// assert_eq!(t.norm(f64::INFINITY).item(), 4.0);
     /// ```
+    #[track_caller]
     pub fn norm(&self, p: f64) -> DynTensor<E> {
         or_panic(norm_impl(self, p, &vec![true; self.dim()], false))
     }
@@ -865,6 +872,7 @@ impl<E: Element> DynTensor<E> {
     /// assert!(DynTensor::from_vec(vec![0.0f32, 2.0], &[2]).any());
     /// assert!(!DynTensor::<bool>::zeros(&[0]).any());
     /// ```
+    #[track_caller]
     pub fn any(&self) -> bool {
         or_panic(truth("any", self, &vec![true; self.dim()], false, true)).item()
     }
@@ -876,6 +884,7 @@ impl<E: Element> DynTensor<E> {
     /// assert!(!DynTensor::from_vec(vec![true, false], &[2]).all());
     /// assert!(DynTensor::<i32>::zeros(&[0]).all());
     /// ```
+    #[track_caller]
     pub fn all(&self) -> bool {
         or_panic(truth("all", self, &vec![true; self.dim()], false, false)).item()
     }

@@ -244,6 +244,7 @@ impl<E: Float> DynTensor<E> {
     /// let t = namedtensor::DynTensor::from_vec(vec![4.0f32, 9.0], &[2]);
     /// assert_eq!(t.powf(0.5).to_vec(), vec![2.0, 3.0]);
     /// ```
+    #[track_caller]
     pub fn powf(&self, exponent: f64) -> DynTensor<E> {
         let e = <C<E> as NativeFloat>::c(exponent);
         or_panic(binary_scalar::<E, E>("powf", BinaryOp::Pow, self, e, false))

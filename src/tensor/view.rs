@@ -193,6 +193,7 @@ impl<E: Element> DynTensor<E> {
     /// let t = namedtensor::DynTensor::<f32>::zeros(&[1, 3, 1]);
     /// assert_eq!(t.squeeze().shape(), &[3]);
     /// ```
+    #[track_caller]
     pub fn squeeze(&self) -> Self {
         or_panic(self.view_op("squeeze", self.layout.squeeze(), || Ok(ViewGrad::Reshape)))
     }
@@ -368,6 +369,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(c.storage().to_vec(), vec![4., 5., 2., 1., 3., 1.]);
     /// assert!(p.contiguous().shares_storage(&p));
     /// ```
+    #[track_caller]
     pub fn contiguous(&self) -> Self {
         or_panic(self.try_contiguous())
     }
