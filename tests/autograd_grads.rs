@@ -7,6 +7,8 @@
 //! gradient with `(L(x + ε eᵢ) − L(x − ε eᵢ)) / 2ε` computed under `no_grad` on contiguous
 //! copies (ε = 1e-6).
 
+mod common;
+
 use namedtensor::autograd::no_grad;
 use namedtensor::{DynTensor, Idx};
 use proptest::prelude::*;
@@ -69,17 +71,7 @@ fn make(v: &[f64], shape: &[usize], lay: Lay) -> T {
 
 /// Deterministic pseudo-random values in (-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect()
+    common::floats(n, seed, -1.0, 1.0)
 }
 
 /// Checks the gradients of `f` at `inputs` (each a leaf made by [`make`]).

@@ -5,10 +5,8 @@ milliseconds of each timed run on one line (`-` for a case it does not have).
 The Rust program asks for a block of runs between its own libraries' blocks of the same case,
 so every library is timed under the same machine load. OPENBLAS_NUM_THREADS is set by the
 caller."""
-import sys
-import time
-
 import numpy as np
+from worker import serve
 
 
 def cases():
@@ -19,7 +17,11 @@ def cases():
     m = rng.standard_normal((4096, 4096), dtype=np.float32)
     col = rng.standard_normal((4096, 1), dtype=np.float32)
     h1, h2 = a.astype(np.float16), b.astype(np.float16)
+    s1 = rng.standard_normal((2, 8, 16), dtype=np.float32)
+    s2 = rng.standard_normal((2, 8, 16), dtype=np.float32)
     table = {
+        "add_f32_2x8x16": lambda: s1 + s2,
+        "sum_f32_2x8x16": lambda: s1.sum(),
         "add_f32_16M_new": lambda: a + b,
         "bcast_add_4096x4096+4096x1": lambda: m + col,
         "sum_last_4096x4096": lambda: m.sum(axis=1),
@@ -36,24 +38,7 @@ def cases():
 
 
 def main():
-    table = cases()
-    print("ready", flush=True)
-    for line in sys.stdin:
-        case, warm_ms, count = line.split()
-        f = table.get(case)
-        if f is None:
-            print("-", flush=True)
-            continue
-        warm_until = time.perf_counter() + float(warm_ms) / 1e3
-        f()
-        while time.perf_counter() < warm_until:
-            f()
-        times = []
-        for _ in range(int(count)):
-            t0 = time.perf_counter()
-            f()
-            times.append((time.perf_counter() - t0) * 1e3)
-        print(" ".join(f"{t:.6f}" for t in times), flush=True)
+    serve(cases())
 
 
 if __name__ == "__main__":

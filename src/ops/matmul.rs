@@ -176,6 +176,15 @@ impl<E: Element> DynTensor<E> {
         other: &DynTensor<E>,
         plan: &Plan,
     ) -> Result<DynTensor<E>> {
+        if self.dim() >= 3 && other.dim() <= 2 {
+            // As PyTorch: the batch dims of the first operand fold into its rows, so that the
+            // gradient of a shared weight is one product over all rows, not one product per
+            // batch entry and a sum.
+            let k = self.shape()[self.dim() - 1] as isize;
+            let rows = self.try_reshape(&[-1, k])?;
+            let out: Vec<isize> = plan.out_shape.iter().map(|&s| s as isize).collect();
+            return rows.matmul_as(op, other)?.try_reshape(&out);
+        }
         let a = if self.dim() == 1 {
             self.try_unsqueeze(0)?
         } else {

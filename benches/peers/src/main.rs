@@ -55,47 +55,56 @@ fn median(mut t: Vec<f64>) -> f64 {
     t[t.len() / 2]
 }
 
-/// NumPy in a worker process that runs one case per request (see `numpy_bench.py`).
-struct NumPy {
-    worker: Option<(Child, ChildStdin, BufReader<ChildStdout>)>,
+/// A Python peer (NumPy, PyTorch) in a worker process that runs one case per request (see
+/// `numpy_bench.py`, `torch_bench.py`).
+struct Worker {
+    name: &'static str,
+    process: Option<(Child, ChildStdin, BufReader<ChildStdout>)>,
 }
 
-impl NumPy {
-    /// Starts the worker with `threads` OpenBLAS threads; without python3 or NumPy the
-    /// comparison goes on without it.
-    fn start(threads: usize) -> Self {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/numpy_bench.py");
-        let child = Command::new("python3")
+impl Worker {
+    /// Starts `script` under `python` with `threads` threads; if it cannot start (no python3,
+    /// no NumPy, no torch) the comparison goes on without it.
+    fn start(name: &'static str, python: &str, script: &str, threads: usize) -> Self {
+        let child = Command::new(python)
             .arg(script)
             .env("OPENBLAS_NUM_THREADS", threads.to_string())
             .env("OMP_NUM_THREADS", threads.to_string())
+            .env("MKL_NUM_THREADS", threads.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn();
         let mut child = match child {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("numpy skipped: python3 not runnable ({e})");
-                return NumPy { worker: None };
+                eprintln!("{name} skipped: {python} not runnable ({e})");
+                return Worker {
+                    name,
+                    process: None,
+                };
             }
         };
         let stdin = child.stdin.take().unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         if stdout.read_line(&mut line).is_err() || line.trim() != "ready" {
-            eprintln!("numpy skipped: the worker did not start (its error is above)");
+            eprintln!("{name} skipped: the worker did not start (its error is above)");
             let _ = child.kill();
-            return NumPy { worker: None };
+            return Worker {
+                name,
+                process: None,
+            };
         }
-        NumPy {
-            worker: Some((child, stdin, stdout)),
+        Worker {
+            name,
+            process: Some((child, stdin, stdout)),
         }
     }
 
-    /// `count` timed runs of `case` by NumPy after [`WARM_UP`] of untimed ones; `None` without
-    /// a worker or for a case it lacks.
+    /// `count` timed runs of `case` after [`WARM_UP`] of untimed ones; `None` without a
+    /// worker or for a case it lacks.
     fn run(&mut self, case: &str, count: usize) -> Option<Vec<f64>> {
-        let (_, stdin, stdout) = self.worker.as_mut()?;
+        let (_, stdin, stdout) = self.process.as_mut()?;
         writeln!(stdin, "{case} {} {count}", WARM_UP.as_millis()).ok()?;
         stdin.flush().ok()?;
         let mut line = String::new();
@@ -104,21 +113,22 @@ impl NumPy {
     }
 }
 
-impl Drop for NumPy {
+impl Drop for Worker {
     fn drop(&mut self) {
-        if let Some((mut child, stdin, _)) = self.worker.take() {
+        if let Some((mut child, stdin, _)) = self.process.take() {
             drop(stdin);
             let _ = child.wait();
         }
     }
 }
 
-/// Times `case` through every library in `libs` and NumPy: `rounds` rounds, each of which runs,
+/// Times `case` through every library in `libs` and the Python workers that have it: `rounds`
+/// rounds, each of which runs,
 /// for every library in an order rotated every round, a pause ([`SETTLE`]), uncounted calls for
 /// [`WARM_UP`] and `block` timed calls. Records the medians.
 fn compare(
     table: &mut Table,
-    numpy: &mut NumPy,
+    workers: &mut [Worker],
     case: &str,
     [rounds, block]: [usize; 2],
     mut libs: Vec<(&'static str, Run)>,
@@ -127,8 +137,10 @@ fn compare(
         .ok()
         .and_then(|v| v.parse().ok())
         .map_or(SETTLE, Duration::from_millis);
-    let with_numpy = numpy.run(case, 1).is_some();
-    let count = libs.len() + usize::from(with_numpy);
+    let present: Vec<usize> = (0..workers.len())
+        .filter(|&w| workers[w].run(case, 1).is_some())
+        .collect();
+    let count = libs.len() + present.len();
     let mut times = vec![Vec::with_capacity(rounds * block); count];
     for round in 0..rounds {
         for i in (0..count).map(|i| (i + round) % count) {
@@ -142,12 +154,18 @@ fn compare(
                     }
                     (0..block).map(|_| run()).collect()
                 }
-                None => numpy.run(case, block).expect("the numpy worker stopped"),
+                None => {
+                    let w = &mut workers[present[i - libs.len()]];
+                    w.run(case, block).expect("a python worker stopped")
+                }
             };
             times[i].extend(runs);
         }
     }
-    let names = libs.iter().map(|(name, _)| *name).chain(Some("numpy"));
+    let names = libs
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(present.iter().map(|&w| workers[w].name));
     for (lib, t) in names.zip(times) {
         let ms = median(t);
         println!("{case:<34} {lib:<12} {ms:>10.3} ms");
@@ -190,7 +208,26 @@ fn main() {
     namedtensor::set_num_threads(threads);
     println!("threads: {threads}");
     let mut table = Table::new();
-    let mut numpy = NumPy::start(threads);
+    let here = env!("CARGO_MANIFEST_DIR");
+    // PyTorch's worker runs under `PEERS_TORCH_PYTHON` (a venv's python with torch), else
+    // python3; without torch it is skipped.
+    let torch_python = std::env::var("PEERS_TORCH_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut workers = vec![
+        Worker::start(
+            "numpy",
+            "python3",
+            &format!("{here}/numpy_bench.py"),
+            threads,
+        ),
+        Worker::start(
+            "torch",
+            &torch_python,
+            &format!("{here}/torch_bench.py"),
+            threads,
+        ),
+    ];
+    let numpy = &mut workers[..];
+    small_and_training_cases(&mut table, numpy, &want);
     let dev = candle_core::Device::Cpu;
 
     const N16: usize = 16 << 20;
@@ -205,7 +242,7 @@ fn main() {
         );
         compare(
             &mut table,
-            &mut numpy,
+            numpy,
             "add_f32_16M_new",
             [5, 3],
             vec![
@@ -237,7 +274,7 @@ fn main() {
             };
             compare(
                 &mut table,
-                &mut numpy,
+                numpy,
                 case,
                 [5, 3],
                 vec![
@@ -264,7 +301,7 @@ fn main() {
     if want("bcast_add_4096x4096+4096x1") {
         compare(
             &mut table,
-            &mut numpy,
+            numpy,
             "bcast_add_4096x4096+4096x1",
             [5, 3],
             vec![
@@ -280,7 +317,7 @@ fn main() {
         }
         compare(
             &mut table,
-            &mut numpy,
+            numpy,
             c,
             [5, 3],
             vec![
@@ -309,7 +346,7 @@ fn main() {
     if want("transpose_contiguous_4096x4096") {
         compare(
             &mut table,
-            &mut numpy,
+            numpy,
             "transpose_contiguous_4096x4096",
             [5, 3],
             vec![
@@ -340,16 +377,16 @@ fn main() {
                 continue;
             }
             if dt == "f32" {
-                matmul_case::<f32>(&mut table, &mut numpy, &c, n, rounds, threads, &dev);
+                matmul_case::<f32>(&mut table, numpy, &c, n, rounds, threads, &dev);
             } else {
-                matmul_case::<f64>(&mut table, &mut numpy, &c, n, rounds, threads, &dev);
+                matmul_case::<f64>(&mut table, numpy, &c, n, rounds, threads, &dev);
             }
         }
     }
-    drop(numpy);
+    drop(workers);
 
     // ---- the table of ratios: peer time / namedtensor time (> 1 means namedtensor is faster)
-    let peers = ["numpy", "ndarray", "candle", "gemm"];
+    let peers = ["torch", "numpy", "ndarray", "candle", "gemm"];
     println!(
         "\n| case | namedtensor ms | {} |",
         peers.map(|p| format!("{p} ms (ratio)")).join(" | ")
@@ -380,7 +417,7 @@ impl MatElem for f64 {}
 
 fn matmul_case<T: MatElem>(
     table: &mut Table,
-    numpy: &mut NumPy,
+    numpy: &mut [Worker],
     c: &str,
     n: usize,
     rounds: [usize; 2],
@@ -438,4 +475,106 @@ fn matmul_case<T: MatElem>(
             ("candle", timed(|| drop(ca.matmul(&cb).unwrap()))),
         ],
     );
+}
+
+/// Per-call overhead on tiny tensors that do not require grad (what inference pays for
+/// autograd), and training steps: forward and backward of an MLP with cross-entropy and of
+/// seed 004's attention. A step frees the previous gradients, as `zero_grad(set_to_none)`.
+fn small_and_training_cases(
+    table: &mut Table,
+    workers: &mut [Worker],
+    want: &dyn Fn(&str) -> bool,
+) {
+    if want("add_f32_2x8x16") {
+        let a = DynTensor::<f32>::randn(&[2, 8, 16], 1);
+        let b = DynTensor::<f32>::randn(&[2, 8, 16], 2);
+        let (x, y) = (
+            ndarray::Array3::from_shape_vec((2, 8, 16), a.to_vec()).unwrap(),
+            ndarray::Array3::from_shape_vec((2, 8, 16), b.to_vec()).unwrap(),
+        );
+        compare(
+            table,
+            workers,
+            "add_f32_2x8x16",
+            [5, 20000],
+            vec![
+                ("namedtensor", timed(|| drop(&a + &b))),
+                ("ndarray", timed(|| drop(&x + &y))),
+            ],
+        );
+    }
+    if want("sum_f32_2x8x16") {
+        let a = DynTensor::<f32>::randn(&[2, 8, 16], 1);
+        let x = ndarray::Array3::from_shape_vec((2, 8, 16), a.to_vec()).unwrap();
+        compare(
+            table,
+            workers,
+            "sum_f32_2x8x16",
+            [5, 20000],
+            vec![
+                ("namedtensor", timed(|| drop(a.sum()))),
+                (
+                    "ndarray",
+                    timed(|| {
+                        std::hint::black_box(x.sum());
+                    }),
+                ),
+            ],
+        );
+    }
+    if want("mlp_train_64x784x256x10") {
+        let (batch, d_in, hidden, classes) = (64, 784, 256, 10);
+        let x = DynTensor::<f32>::randn(&[batch, d_in], 1);
+        let w1 = (DynTensor::<f32>::randn(&[d_in, hidden], 2) * 0.05).requires_grad_(true);
+        let b1 = DynTensor::<f32>::zeros(&[hidden]).requires_grad_(true);
+        let w2 = (DynTensor::<f32>::randn(&[hidden, classes], 3) * 0.05).requires_grad_(true);
+        let b2 = DynTensor::<f32>::zeros(&[classes]).requires_grad_(true);
+        let labels = DynTensor::<i64>::arange(0, batch as i64, 1).remainder_scalar(classes as i64);
+        let one_hot = DynTensor::<i64>::arange(0, classes as i64, 1)
+            .eq(&labels.unsqueeze(1))
+            .to_dtype::<f32>();
+        let step = || {
+            for p in [&w1, &b1, &w2, &b2] {
+                p.zero_grad();
+            }
+            let logits = (&x.matmul(&w1) + &b1).relu().matmul(&w2) + &b2;
+            let loss = -(&logits.log_softmax(1) * &one_hot).sum() / batch as f64;
+            loss.backward();
+        };
+        compare(
+            table,
+            workers,
+            "mlp_train_64x784x256x10",
+            [5, 20],
+            vec![("namedtensor", timed(step))],
+        );
+    }
+    if want("attention_train_b32_s128_h256") {
+        let (b, s, h) = (32, 128, 256);
+        let p = |shape: &[usize], seed: u64| {
+            (DynTensor::<f32>::randn(shape, seed) * (1.0 / (h as f64).sqrt())).requires_grad_(true)
+        };
+        let (wy, wh, wr, wt) = (p(&[h, h], 1), p(&[h, h], 2), p(&[h, h], 3), p(&[h, h], 4));
+        let (bm, br, w) = (p(&[h], 5), p(&[h], 6), p(&[h], 7));
+        let y = DynTensor::<f32>::randn(&[b, s, h], 8);
+        let ht = DynTensor::<f32>::randn(&[b, h], 9);
+        let rt1 = DynTensor::<f32>::randn(&[b, h], 10);
+        let step = || {
+            for t in [&wy, &wh, &wr, &wt, &bm, &br, &w] {
+                t.zero_grad();
+            }
+            let tmp = ht.matmul(&wh) + rt1.matmul(&wr); // [b, h]
+            let mt = (y.matmul(&wy) + tmp.unsqueeze(1) + &bm).tanh(); // [b, s, h]
+            let at = mt.matmul(&w).softmax(-1); // [b, s]
+            let rt = at.unsqueeze(1).matmul(&y).squeeze_dim(1) + (rt1.matmul(&wt) + &br).tanh();
+            rt.sum().backward();
+        };
+        compare(
+            table,
+            workers,
+            "attention_train_b32_s128_h256",
+            [5, 10],
+            vec![("namedtensor", timed(step))],
+        );
+    }
 }

@@ -1,0 +1,78 @@
+"""PyTorch side of the peer comparison (src/main.rs), run as a worker with the protocol of
+numpy_bench.py: prints `ready`, then answers `CASE WARM_MS COUNT` requests with the
+milliseconds of COUNT timed runs (`-` for a case it does not have). Threads: the caller's
+OMP_NUM_THREADS, also passed to torch.set_num_threads. Run under a python with torch
+(PEERS_TORCH_PYTHON); without torch the worker exits and the comparison goes on without it."""
+import os
+import torch
+import torch.nn.functional as F
+from worker import serve
+
+
+def cases():
+    torch.manual_seed(0)
+    n16 = 16 * 1024 * 1024
+    a, b = torch.randn(n16), torch.randn(n16)
+    m, col = torch.randn(4096, 4096), torch.randn(4096, 1)
+    h1, h2 = a.half(), b.half()
+    s1, s2 = torch.randn(2, 8, 16), torch.randn(2, 8, 16)
+    table = {
+        "add_f32_16M_new": lambda: a + b,
+        "bcast_add_4096x4096+4096x1": lambda: m + col,
+        "sum_last_4096x4096": lambda: m.sum(1),
+        "sum_first_4096x4096": lambda: m.sum(0),
+        "transpose_contiguous_4096x4096": lambda: m.t().contiguous(),
+        "add_f16_16M_new": lambda: h1 + h2,
+        "add_f32_2x8x16": lambda: s1 + s2,
+        "sum_f32_2x8x16": lambda: s1.sum(),
+    }
+    for n in (256, 1024, 2048):
+        for dt, name in ((torch.float32, "f32"), (torch.float64, "f64")):
+            x, y = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt)
+            table[f"matmul_{name}_{n}"] = lambda x=x, y=y: x @ y
+
+    # MLP with cross-entropy, batch 64, 784-256-10.
+    batch, d_in, hidden, classes = 64, 784, 256, 10
+    x = torch.randn(batch, d_in)
+    w1 = (torch.randn(d_in, hidden) * 0.05).requires_grad_()
+    b1 = torch.zeros(hidden, requires_grad=True)
+    w2 = (torch.randn(hidden, classes) * 0.05).requires_grad_()
+    b2 = torch.zeros(classes, requires_grad=True)
+    labels = torch.arange(batch) % classes
+
+    def mlp():
+        for p in (w1, b1, w2, b2):
+            p.grad = None
+        logits = torch.relu(x @ w1 + b1) @ w2 + b2
+        F.cross_entropy(logits, labels).backward()
+
+    table["mlp_train_64x784x256x10"] = mlp
+
+    # Seed 004's attention at batch 32, seqlen 128, hidden 256.
+    bs, s, h = 32, 128, 256
+    p = [(torch.randn(h, h) / h**0.5).requires_grad_() for _ in range(4)]
+    v = [(torch.randn(h) / h**0.5).requires_grad_() for _ in range(3)]
+    wy, wh, wr, wt = p
+    bm, br, w = v
+    y, ht, rt1 = torch.randn(bs, s, h), torch.randn(bs, h), torch.randn(bs, h)
+
+    def attention():
+        for t in p + v:
+            t.grad = None
+        tmp = ht @ wh + rt1 @ wr
+        mt = torch.tanh(y @ wy + tmp.unsqueeze(1) + bm)
+        at = torch.softmax(mt @ w, -1)
+        rt = (at.unsqueeze(1) @ y).squeeze(1) + torch.tanh(rt1 @ wt + br)
+        rt.sum().backward()
+
+    table["attention_train_b32_s128_h256"] = attention
+    return table
+
+
+def main():
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    serve(cases())
+
+
+if __name__ == "__main__":
+    main()
