@@ -39,6 +39,9 @@ pub use engine::BackwardOptions;
 pub use mode::{GradMode, is_grad_enabled, no_grad};
 pub use tensor::grad;
 
+#[cfg(doc)]
+use crate::DynTensor;
+
 pub(crate) use any::same_type;
 pub(crate) use formulas::{
     binary, cat, cumsum, extreme, identity, matmul, pick, reduce, root, same_op, select, softmax,

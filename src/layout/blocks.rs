@@ -51,11 +51,14 @@ impl<const N: usize> Coalesced<N> {
             if size == 1 {
                 continue;
             }
-            if let Some(&last) = out_sizes.last() {
-                let mergeable =
-                    (0..N).all(|k| *out_strides[k].last().unwrap() == strides[k][d] * size);
+            // Checked products: an empty tensor may have dims whose product overflows (its
+            // element count is 0 whatever they are); such dims are simply not merged.
+            if let Some(merged) = out_sizes.last().and_then(|&last| last.checked_mul(size)) {
+                let mergeable = (0..N).all(|k| {
+                    strides[k][d].checked_mul(size) == Some(*out_strides[k].last().unwrap())
+                });
                 if mergeable {
-                    *out_sizes.last_mut().unwrap() = last * size;
+                    *out_sizes.last_mut().unwrap() = merged;
                     for k in 0..N {
                         *out_strides[k].last_mut().unwrap() = strides[k][d];
                     }

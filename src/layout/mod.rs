@@ -130,11 +130,14 @@ impl Layout {
     /// assert!(l.is_contiguous());
     /// ```
     pub fn is_contiguous(&self) -> bool {
+        // An empty layout is contiguous; checking it first also keeps the running product
+        // below, which is bounded by the element count, from overflowing on a huge dim of an
+        // empty tensor.
+        if self.sizes.contains(&0) {
+            return true;
+        }
         let mut expected = 1usize;
         for (&size, &stride) in self.sizes.iter().zip(&self.strides).rev() {
-            if size == 0 {
-                return true;
-            }
             if size != 1 {
                 if stride != expected {
                     return false;

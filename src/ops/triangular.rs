@@ -63,6 +63,10 @@ impl<E: Element> DynTensor<E> {
                 ),
             ));
         }
+        // Past the corners every row is kept or cleared whole; clamping there keeps `i + k`
+        // from overflowing in the kernels for any `diagonal`, even near isize::MAX.
+        let (m, n) = (self.shape()[r - 2] as isize, self.shape()[r - 1] as isize);
+        let diagonal = diagonal.clamp(-m - 1, n + 1);
         let buf = dispatch::triangle(op, self.storage(), self.layout(), diagonal, lower)?;
         let out = DynTensor::from_contiguous_buffer(buf, self.shape())?;
         if !crate::autograd::tracks(self) {

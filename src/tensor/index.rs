@@ -79,35 +79,43 @@ impl Idx {
     }
 }
 
+/// `v` as an index: values past `isize::MAX` (only `usize` has them) become `isize::MAX`,
+/// which is out of range for every tensor, so they are refused or clamped like any index too
+/// large instead of wrapping to a negative one (`usize::MAX as isize` is -1, the last entry).
+fn ix<T: TryInto<isize>>(v: T) -> isize {
+    v.try_into().unwrap_or(isize::MAX)
+}
+
 macro_rules! int_idx {
     ($($t:ty),*) => {$(
         impl From<$t> for Idx {
-            fn from(i: $t) -> Idx { Idx::At(i as isize) }
+            fn from(i: $t) -> Idx { Idx::At(ix(i)) }
         }
         impl From<Range<$t>> for Idx {
             fn from(r: Range<$t>) -> Idx {
-                Idx::Slice { start: Some(r.start as isize), end: Some(r.end as isize), step: 1 }
+                Idx::Slice { start: Some(ix(r.start)), end: Some(ix(r.end)), step: 1 }
             }
         }
         impl From<RangeFrom<$t>> for Idx {
             fn from(r: RangeFrom<$t>) -> Idx {
-                Idx::Slice { start: Some(r.start as isize), end: None, step: 1 }
+                Idx::Slice { start: Some(ix(r.start)), end: None, step: 1 }
             }
         }
         impl From<RangeTo<$t>> for Idx {
             fn from(r: RangeTo<$t>) -> Idx {
-                Idx::Slice { start: None, end: Some(r.end as isize), step: 1 }
+                Idx::Slice { start: None, end: Some(ix(r.end)), step: 1 }
             }
         }
         impl From<RangeInclusive<$t>> for Idx {
             fn from(r: RangeInclusive<$t>) -> Idx {
-                let end = *r.end() as isize + 1;
-                Idx::Slice { start: Some(*r.start() as isize), end: Some(end), step: 1 }
+                // `..=isize::MAX` reaches as far as any tensor: saturating keeps it so.
+                let end = ix(*r.end()).saturating_add(1);
+                Idx::Slice { start: Some(ix(*r.start())), end: Some(end), step: 1 }
             }
         }
         impl From<RangeToInclusive<$t>> for Idx {
             fn from(r: RangeToInclusive<$t>) -> Idx {
-                Idx::Slice { start: None, end: Some(r.end as isize + 1), step: 1 }
+                Idx::Slice { start: None, end: Some(ix(r.end).saturating_add(1)), step: 1 }
             }
         }
         impl IndexSpec for $t { fn into_indices(self) -> Vec<Idx> { vec![self.into()] } }
