@@ -393,3 +393,70 @@ fn prod_with_zeros() {
         });
     }
 }
+
+#[test]
+fn edge_rules_as_pytorch() {
+    // pow at a zero base: no NaN, for the base (exponent 0) or the exponent (base 0).
+    let x = DynTensor::from_vec(vec![0.0f64, 2.0], &[2]).requires_grad_(true);
+    let p = DynTensor::from_vec(vec![2.0f64, 0.0], &[2]).requires_grad_(true);
+    x.pow(&p).sum().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![0.0, 0.0]);
+    assert_eq!(p.grad().unwrap().to_vec(), vec![0.0, 2f64.ln()]);
+    let z = DynTensor::from_vec(vec![0.0f64, 3.0], &[2]).requires_grad_(true);
+    z.powf(0.0).sum().backward();
+    assert_eq!(z.grad().unwrap().to_vec(), vec![0.0, 0.0]);
+    // clamp passes the whole gradient at its bounds.
+    let c = DynTensor::from_vec(vec![0.0f64, 0.5, 1.0, 1.5, -1.0], &[5]).requires_grad_(true);
+    c.clamp(0.0, 1.0).sum().backward();
+    assert_eq!(c.grad().unwrap().to_vec(), vec![1.0, 1.0, 1.0, 0.0, 0.0]);
+    c.zero_grad();
+    c.clamp_min(0.0).sum().backward();
+    assert_eq!(c.grad().unwrap().to_vec(), vec![1.0, 1.0, 1.0, 1.0, 0.0]);
+    c.zero_grad();
+    c.clamp_max(1.0).sum().backward();
+    assert_eq!(c.grad().unwrap().to_vec(), vec![1.0, 1.0, 1.0, 0.0, 1.0]);
+    // Piecewise-constant ops give zeros even for an infinite incoming gradient.
+    let f = DynTensor::from_vec(vec![0.5f64, 1.5], &[2]).requires_grad_(true);
+    (&f.floor() * f64::INFINITY).sum().backward();
+    assert_eq!(f.grad().unwrap().to_vec(), vec![0.0, 0.0]);
+    // The 0-norm and an empty norm stay in the graph with zero gradient.
+    let n = DynTensor::from_vec(vec![0.0f64, 3.0], &[2]).requires_grad_(true);
+    let n0 = n.norm(0.0);
+    assert!(n0.requires_grad());
+    n0.backward();
+    assert_eq!(n.grad().unwrap().to_vec(), vec![0.0, 0.0]);
+    let e = DynTensor::<f64>::zeros(&[0]).requires_grad_(true);
+    assert!(e.norm(2.0).requires_grad());
+    // A recorded product with an empty contracted dim.
+    let a = DynTensor::<f64>::zeros(&[2, 3, 0]).requires_grad_(true);
+    let b = DynTensor::<f64>::zeros(&[0, 5]).requires_grad_(true);
+    let y = a.matmul(&b);
+    assert_eq!(y.shape(), &[2, 3, 5]);
+    y.sum().backward();
+    assert_eq!(b.grad().unwrap().shape(), &[0, 5]);
+    // cumsum of a 0-d tensor.
+    let s = DynTensor::scalar(2.0f64).requires_grad_(true);
+    s.cumsum(0).sum().backward();
+    assert_eq!(s.grad().unwrap().to_vec(), vec![1.0]);
+}
+
+#[test]
+fn gradients_never_share_storage() {
+    let a = DynTensor::from_vec(vec![1.0f64, 2.0], &[2]).requires_grad_(true);
+    let b = DynTensor::from_vec(vec![3.0f64, 4.0], &[2]).requires_grad_(true);
+    (&a + &b).sum().backward(); // both get the same incoming gradient
+    a.grad().unwrap().mul_scalar_(10.0);
+    assert_eq!(b.grad().unwrap().to_vec(), vec![1.0, 1.0]);
+    // A gradient passed to backward_with stays the caller's.
+    let x = DynTensor::from_vec(vec![1.0f64, 2.0], &[2]).requires_grad_(true);
+    let g = DynTensor::from_vec(vec![5.0f64, 6.0], &[2]);
+    x.view(&[2]).backward_with(&g, Default::default()).unwrap();
+    g.fill_(0.0);
+    assert_eq!(x.grad().unwrap().to_vec(), vec![5.0, 6.0]);
+    // grad() leaves retained gradients alone.
+    let h = x.exp();
+    h.retain_grad();
+    let loss = h.sum();
+    namedtensor::autograd::grad(&[&loss], None, &[&x], Default::default()).unwrap();
+    assert!(h.grad().is_none());
+}

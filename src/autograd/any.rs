@@ -16,7 +16,7 @@ trait Erased: Any + Send + Sync {
     fn add(&self, other: &AnyTensor) -> Result<AnyTensor>;
     fn handle(&self) -> AnyTensor;
     fn detached(&self) -> AnyTensor;
-    fn contiguous(&self) -> Result<AnyTensor>;
+    fn owned(&self) -> Result<AnyTensor>;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
@@ -42,8 +42,15 @@ impl<E: Element> Erased for DynTensor<E> {
     fn detached(&self) -> AnyTensor {
         AnyTensor::new(self.detach())
     }
-    fn contiguous(&self) -> Result<AnyTensor> {
-        Ok(AnyTensor::new(self.try_contiguous()?))
+    fn owned(&self) -> Result<AnyTensor> {
+        let sole = self.storage().handle_count() == 1
+            && self.is_contiguous()
+            && self.numel() == self.storage().len();
+        if sole {
+            Ok(self.handle())
+        } else {
+            Ok(AnyTensor::new(self.deep_copy("grad")?))
+        }
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
@@ -81,9 +88,11 @@ impl AnyTensor {
         self.0.detached()
     }
 
-    /// The tensor itself if contiguous, else a contiguous copy.
-    pub(crate) fn contiguous(&self) -> Result<AnyTensor> {
-        self.0.contiguous()
+    /// The tensor itself if it is the only handle on a contiguous storage of its own size,
+    /// else a copy: what a gradient slot stores, so that no two slots (and no tensor the user
+    /// holds) share elements, and in-place updates of one gradient never reach another.
+    pub(crate) fn owned(&self) -> Result<AnyTensor> {
+        self.0.owned()
     }
 
     /// The tensor as `DynTensor<E>`; an error naming `op` if it holds another type.

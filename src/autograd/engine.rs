@@ -23,7 +23,9 @@ pub struct BackwardOptions {
     /// `retain_graph`). Without it a second pass through the same nodes is an error.
     pub retain_graph: bool,
     /// Record the backward pass itself, so that the gradients can be differentiated again
-    /// (PyTorch's `create_graph`); implies `retain_graph`.
+    /// (PyTorch's `create_graph`); implies `retain_graph`. The gradients stored in leaves then
+    /// belong to a graph that points back at those leaves: clear them (`zero_grad`) when done,
+    /// or that graph stays alive with them (PyTorch has the same cycle).
     pub create_graph: bool,
 }
 
@@ -104,7 +106,9 @@ pub(crate) fn run(
                     captured[i] = Some(g.handle());
                 }
             }
-            retain_into_slots(&node, g, options.create_graph)?;
+            if matches!(sink, Sink::Accumulate) {
+                retain_into_slots(&node, g, options.create_graph)?;
+            }
         }
         let outputs = match (&node.kind, grad) {
             (_, None) => Vec::new(),
@@ -162,11 +166,17 @@ fn accumulate(buffers: &mut HashMap<usize, AnyTensor>, key: usize, g: AnyTensor)
 
 /// Adds `g` to a leaf's gradient (out of place, so a gradient the user holds never changes).
 fn accumulate_leaf(slot: &super::node::GradSlot, g: AnyTensor, create_graph: bool) -> Result<()> {
-    let g = if create_graph { g } else { g.detached() };
+    let g = if create_graph {
+        g
+    } else {
+        let d = g.detached();
+        drop(g);
+        d
+    };
     let mut slot = lock(slot);
     let new = match slot.take() {
         Some(old) => old.add(&g),
-        None => g.contiguous(),
+        None => g.owned(),
     };
     match new {
         Ok(new) => {
@@ -188,7 +198,7 @@ fn retain_into_slots(node: &Arc<Node>, g: &AnyTensor, create_graph: bool) -> Res
         let mut s = lock(&slot);
         *s = Some(match s.take() {
             Some(old) => old.add(&g)?,
-            None => g.contiguous()?,
+            None => g.owned()?,
         });
     }
     Ok(())

@@ -180,8 +180,9 @@ impl<E: Element> DynTensor<E> {
             // As PyTorch: the batch dims of the first operand fold into its rows, so that the
             // gradient of a shared weight is one product over all rows, not one product per
             // batch entry and a sum.
-            let k = self.shape()[self.dim() - 1] as isize;
-            let rows = self.try_reshape(&[-1, k])?;
+            let (lead, k) = self.shape().split_at(self.dim() - 1);
+            let rows: usize = lead.iter().product();
+            let rows = self.try_reshape(&[rows as isize, k[0] as isize])?;
             let out: Vec<isize> = plan.out_shape.iter().map(|&s| s as isize).collect();
             return rows.matmul_as(op, other)?.try_reshape(&out);
         }

@@ -526,7 +526,7 @@ fn norm_impl<E: Float>(
         } else {
             0.0
         };
-        return filled(t, m, k, E::from_f64(v));
+        return Ok(constant_of(t, filled(t, m, k, E::from_f64(v))?));
     }
     let x = super::converted::<E, C<E>>(t)?;
     let abs = || unary(op, UnaryOp::Abs, &x);
@@ -544,10 +544,22 @@ fn norm_impl<E: Float>(
             sum(&nonzero.try_to_dtype::<C<E>>()?)?
         }
         1.0 => sum(&abs()?)?,
+        // The count of non-zeros: piecewise constant, its gradient is 0 (recorded below).
         2.0 => root(op, &sum(&unary(op, UnaryOp::Square, &x)?)?)?,
         _ => pow(&sum(&pow(&abs()?, p)?)?, 1.0 / p)?,
     };
-    super::converted::<C<E>, E>(&r)
+    let r = super::converted::<C<E>, E>(&r)?;
+    Ok(if p == 0.0 { constant_of(t, r) } else { r })
+}
+
+/// `r`, a result of `norm` that does not depend on `t`'s values, kept in `t`'s graph with a
+/// zero gradient (PyTorch returns such results tracked).
+fn constant_of<E: Element>(t: &DynTensor<E>, r: DynTensor<E>) -> DynTensor<E> {
+    if crate::autograd::tracks(t) {
+        crate::autograd::constant("norm", t, r)
+    } else {
+        r
+    }
 }
 
 impl<E: Float> DynTensor<E> {

@@ -320,9 +320,29 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp<S: Element>(&self, min: S, max: S) -> Result<DynTensor<E>> {
         check_bounds::<E, S>("clamp")?;
-        // The lower bound, then the upper one, in the compute type: one rounding at the end.
-        let lo = binary_scalar::<E, C<E>>("clamp", BinaryOp::Maximum, self, min.cast(), false)?;
-        binary_scalar::<C<E>, E>("clamp", BinaryOp::Minimum, &lo, max.cast(), false)
+        self.clamped("clamp", Some(min.to_f64()), Some(max.to_f64()), || {
+            // The lower bound, then the upper one, in the compute type: one rounding at the end.
+            let lo = binary_scalar::<E, C<E>>("clamp", BinaryOp::Maximum, self, min.cast(), false)?;
+            binary_scalar::<C<E>, E>("clamp", BinaryOp::Minimum, &lo, max.cast(), false)
+        })
+    }
+
+    /// `compute()`, recorded with clamp's gradient rule when this tensor requires grad.
+    fn clamped(
+        &self,
+        op: &'static str,
+        lo: Option<f64>,
+        hi: Option<f64>,
+        compute: impl FnOnce() -> Result<DynTensor<E>>,
+    ) -> Result<DynTensor<E>> {
+        if !crate::autograd::tracks(self) {
+            return compute();
+        }
+        let y = {
+            let _off = crate::autograd::GradMode::no_grad();
+            compute()?
+        };
+        Ok(crate::autograd::clamp(op, self, lo, hi, y))
     }
 
     /// Limits every element to at least `min`. Panics where [`DynTensor::try_clamp_min`]
@@ -345,7 +365,9 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp_min<S: Element>(&self, min: S) -> Result<DynTensor<E>> {
         check_bounds::<E, S>("clamp_min")?;
-        binary_scalar::<E, E>("clamp_min", BinaryOp::Maximum, self, min.cast(), false)
+        self.clamped("clamp_min", Some(min.to_f64()), None, || {
+            binary_scalar::<E, E>("clamp_min", BinaryOp::Maximum, self, min.cast(), false)
+        })
     }
 
     /// Limits every element to at most `max`. Panics where [`DynTensor::try_clamp_max`]
@@ -368,7 +390,9 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp_max<S: Element>(&self, max: S) -> Result<DynTensor<E>> {
         check_bounds::<E, S>("clamp_max")?;
-        binary_scalar::<E, E>("clamp_max", BinaryOp::Minimum, self, max.cast(), false)
+        self.clamped("clamp_max", None, Some(max.to_f64()), || {
+            binary_scalar::<E, E>("clamp_max", BinaryOp::Minimum, self, max.cast(), false)
+        })
     }
 
     /// [`DynTensor::clamp`] in place. Panics where [`DynTensor::try_clamp_`] fails.

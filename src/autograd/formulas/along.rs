@@ -45,6 +45,9 @@ pub(crate) fn softmax<E: Element>(
 /// Records `y = cumsum(x)` along `d`: the gradient is the reversed cumulative sum.
 pub(crate) fn cumsum<E: Element>(x: &DynTensor<E>, d: usize, y: DynTensor<E>) -> DynTensor<E> {
     same_op("cumsum", x, y, move |g| {
+        if g.dim() == 0 {
+            return Ok(g); // the cumulative sum of one element is that element
+        }
         let dims = [d as isize];
         let flipped = g.try_flip(&dims)?;
         let summed: DynTensor<E> = crate::autograd::same_type(flipped.try_cumsum(d as isize)?);

@@ -12,7 +12,7 @@ pub(crate) mod view_grad;
 
 pub(crate) use along::{cat, cumsum, same_op, softmax};
 pub(crate) use matmul::matmul;
-pub(crate) use pointwise::{binary, root, select, unary};
+pub(crate) use pointwise::{binary, clamp, constant, root, select, unary};
 pub(crate) use reduce::{extreme, pick, reduce};
 pub(crate) use view_grad::{identity, view};
 

@@ -38,7 +38,8 @@ fn unary_grad<E: Element>(
     let y = || y.expect("the formula's output was saved");
     match u {
         Neg => un(Neg, g),
-        Sign | Floor | Ceil | Round | Trunc => mul_c(g, 0.0),
+        // Zeros, not `g · 0`, so that an infinite or NaN `g` does not become NaN (PyTorch).
+        Sign | Floor | Ceil | Round | Trunc => DynTensor::full_on(g.shape(), E::ZERO, g.device()),
         Abs => mul(g, &un(Sign, x())?),
         Square => mul(g, &mul_c(x(), 2.0)?),
         Relu => {
@@ -202,8 +203,12 @@ fn binary_grads<E: Element>(
         // d/dx x^y = y x^(y-1); d/dy x^y = x^y ln x, taken as 0 where x = 0 and y ≥ 0
         Pow => (
             when(want_x, &|| {
+                // 0 where the exponent is 0 (PyTorch), not `0 · 0^-1 = NaN` at x = 0.
                 let p = bin(Pow, x(), &bin_c(Sub, y(), 1.0)?)?;
-                mul(g, &mul(y(), &p)?)
+                let d = mul(g, &mul(y(), &p)?)?;
+                let flat = crate::ops::compare_scalar::<E>(OP, CompareOp::Eq, y(), 0.0)?;
+                let nil = crate::ops::scalar_on(E::ZERO, g.device())?;
+                crate::ops::select(OP, &flat, &nil, &d)
             })?,
             when(want_y, &|| {
                 let out = out.expect("saved");
@@ -216,7 +221,8 @@ fn binary_grads<E: Element>(
                     &zero_base,
                     &nonneg,
                 )?;
-                let ln = crate::ops::select(OP, &mask, &bin_c(Mul, &ln, 0.0)?, &ln)?;
+                let nil = crate::ops::scalar_on(E::ZERO, g.device())?;
+                let ln = crate::ops::select(OP, &mask, &nil, &ln)?;
                 mul(g, &mul(out, &ln)?)
             })?,
         ),
@@ -308,5 +314,55 @@ pub(crate) fn root<E: Element>(
         let q = bin(BinaryOp::Div, &g, &safe)?;
         let nil = crate::ops::scalar_on(E::ZERO, y.device())?;
         Ok(vec![some(crate::ops::select(OP, &zero, &nil, &q)?)])
+    })
+}
+
+/// Records `y = clamp(x, lo, hi)` (either bound may be absent): the gradient passes where
+/// `lo ≤ x ≤ hi`, bounds included, and is 0 elsewhere (PyTorch's rule; the maximum/minimum it
+/// is computed with would halve it at a bound).
+pub(crate) fn clamp<E: Element>(
+    op: &'static str,
+    x: &DynTensor<E>,
+    lo: Option<f64>,
+    hi: Option<f64>,
+    y: DynTensor<E>,
+) -> DynTensor<E> {
+    let sx = Saved::input(x);
+    record(op, y, vec![input(x)], true, move |g, node| {
+        let g = g.into_typed::<E>(node.name)?;
+        let x = sx.get(node)?;
+        let mut inside: Option<DynTensor<bool>> = None;
+        for (bound, cop) in [(lo, CompareOp::Ge), (hi, CompareOp::Le)] {
+            let Some(b) = bound else { continue };
+            let ok = crate::ops::compare_scalar::<E>(OP, cop, &x, b)?;
+            inside = Some(match inside {
+                None => ok,
+                Some(prev) => {
+                    crate::ops::compare::<bool, bool, bool>(OP, CompareOp::LogicalAnd, &prev, &ok)?
+                }
+            });
+        }
+        let gx = match inside {
+            Some(mask) => mul(&g, &mask.try_to_dtype::<E>()?)?,
+            None => g,
+        };
+        Ok(vec![some(gx)])
+    })
+}
+
+/// Records `y`, a function of `x` that is constant in it (the 0-norm, a reduction over no
+/// element): its gradient is zero, and `y` still belongs to the graph.
+pub(crate) fn constant<A: Element, E: Element>(
+    op: &'static str,
+    x: &DynTensor<A>,
+    y: DynTensor<E>,
+) -> DynTensor<E> {
+    let (shape, device) = (x.shape().to_vec(), x.device());
+    record(op, y, vec![input(x)], false, move |_, _| {
+        Ok(vec![some(DynTensor::<A>::full_on(
+            &shape,
+            A::ZERO,
+            device,
+        )?)])
     })
 }
