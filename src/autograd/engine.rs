@@ -13,7 +13,7 @@ use super::any::AnyTensor;
 use super::mode::GradMode;
 use super::node::{BackwardFn, GradInfo, Node, NodeKind, lock};
 use crate::error::{Error, ErrorKind, Result};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// How a backward pass treats the graph.
@@ -67,6 +67,7 @@ pub(crate) fn run(
     // How many edges from reachable nodes point at each node.
     let mut pending: HashMap<usize, usize> = HashMap::new();
     let mut stack: Vec<Arc<Node>> = Vec::new();
+    let mut reachable: Vec<Arc<Node>> = Vec::new();
     for (node, _) in &roots {
         if pending.insert(node.key(), 0).is_none() {
             stack.push(Arc::clone(node));
@@ -80,7 +81,16 @@ pub(crate) fn run(
             }
             *count += 1;
         }
+        reachable.push(node);
     }
+    // For `grad`, the nodes from which an input is reached: only nodes with an edge into
+    // this set run (PyTorch prunes the same way), so nothing below the inputs is computed or
+    // freed.
+    let needed = match sink {
+        Sink::Capture(targets) => Some(leading_to(&reachable, &pending, targets)),
+        Sink::Accumulate => None,
+    };
+    drop(reachable);
 
     let mut buffers: HashMap<usize, AnyTensor> = HashMap::new();
     let mut ready: Vec<Arc<Node>> = Vec::new();
@@ -118,6 +128,17 @@ pub(crate) fn run(
                 }
                 Vec::new()
             }
+            (NodeKind::Function { .. }, Some(_))
+                if needed.as_ref().is_some_and(|needed| {
+                    !node
+                        .next
+                        .iter()
+                        .flatten()
+                        .any(|n| needed.contains(&n.key()))
+                }) =>
+            {
+                Vec::new()
+            }
             (NodeKind::Function { backward, frees }, Some(g)) => {
                 let (taken, guard);
                 let f: &BackwardFn = if retain || !frees {
@@ -148,6 +169,43 @@ pub(crate) fn run(
         }
     }
     Ok(captured)
+}
+
+/// The keys of the nodes among `reachable` from which one of `targets` is reached (the
+/// targets included), found in reverse topological order; `pending` holds each node's count
+/// of incoming edges from `reachable`.
+fn leading_to(
+    reachable: &[Arc<Node>],
+    pending: &HashMap<usize, usize>,
+    targets: &[Arc<Node>],
+) -> HashSet<usize> {
+    let mut count = pending.clone();
+    let mut ready: Vec<&Arc<Node>> = reachable.iter().filter(|n| count[&n.key()] == 0).collect();
+    let mut order: Vec<&Arc<Node>> = Vec::with_capacity(reachable.len());
+    while let Some(node) = ready.pop() {
+        order.push(node);
+        for next in node.next.iter().flatten() {
+            let c = count.get_mut(&next.key()).expect("counted");
+            *c -= 1;
+            if *c == 0 {
+                ready.push(next);
+            }
+        }
+    }
+    let mut needed = HashSet::new();
+    for node in order.into_iter().rev() {
+        let is_target = targets.iter().any(|t| Arc::ptr_eq(t, node));
+        if is_target
+            || node
+                .next
+                .iter()
+                .flatten()
+                .any(|n| needed.contains(&n.key()))
+        {
+            needed.insert(node.key());
+        }
+    }
+    needed
 }
 
 /// Whether `node` is one of the roots (already on the stack).
