@@ -116,13 +116,25 @@ fn bad_input_is_an_error() {
     assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
     // Nothing to differentiate.
     assert!(DynTensor::<f64>::ones(&[1]).try_backward().is_err());
-    // An op without a formula yet refuses instead of cutting the graph.
+    // In-place adds at indices into a leaf, or from a tracked source, are refused.
     let idx = DynTensor::from_vec(vec![0i64], &[1]);
     assert_eq!(
-        w.try_index_select(0, &idx).unwrap_err().kind(),
+        w.try_index_add_(0, &idx, &DynTensor::ones(&[1]))
+            .unwrap_err()
+            .kind(),
         ErrorKind::Autograd
     );
-    assert!(no_grad(|| w.try_index_select(0, &idx)).is_ok());
+    let plain = DynTensor::<f64>::zeros(&[2]);
+    assert_eq!(
+        plain
+            .try_scatter_add_(0, &idx, &w.i(0..1))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Autograd
+    );
+    assert_eq!(plain.to_vec(), vec![0.0, 0.0]);
+    assert!(no_grad(|| plain.try_scatter_add_(0, &idx, &w.i(0..1))).is_ok());
+    assert_eq!(plain.to_vec(), vec![1.0, 0.0]);
     // Stopping a non-leaf from requiring grad.
     assert!(w.exp().try_requires_grad_(false).is_err());
 }
@@ -336,6 +348,34 @@ fn every_op_tracks_iff_an_input_does() {
             Box::new(|x| x.try_gather(0, &DynTensor::from_vec(vec![1i64, 0], &[2]))),
         ),
         (
+            "scatter_add (base)",
+            Box::new(|x| {
+                let idx = DynTensor::from_vec(vec![5i64, 5], &[2]);
+                x.try_scatter_add(0, &idx, &DynTensor::ones(&[3]))
+            }),
+        ),
+        (
+            "scatter_add (source)",
+            Box::new(|x| {
+                let idx = DynTensor::from_vec(vec![1i64, 1, 0], &[3]);
+                DynTensor::zeros(&[2]).try_scatter_add(0, &idx, x)
+            }),
+        ),
+        (
+            "index_add (base)",
+            Box::new(|x| {
+                let idx = DynTensor::from_vec(vec![2i64], &[1]);
+                x.try_index_add(0, &idx, &DynTensor::ones(&[1]))
+            }),
+        ),
+        (
+            "index_add (source)",
+            Box::new(|x| {
+                let idx = DynTensor::from_vec(vec![0i64, 0, 1, 2, 2, 2], &[6]);
+                DynTensor::zeros(&[3]).try_index_add(0, &idx, x)
+            }),
+        ),
+        (
             "where",
             Box::new(|x| Ok(x.where_(&x.gt_scalar(0.5), &x.exp()))),
         ),
@@ -344,7 +384,7 @@ fn every_op_tracks_iff_an_input_does() {
             Box::new(|x| x.try_masked_fill(&x.gt_scalar(0.5), 0.0)),
         ),
     ];
-    let refused = ["cumprod", "index_select", "gather"];
+    let refused: [&str; 0] = [];
     let values = vec![0.2, 0.4, 0.9, 0.3, 0.7, 0.5];
     for (name, f) in &ops {
         let plain = DynTensor::from_vec(values.clone(), &[6]);

@@ -217,10 +217,11 @@ proptest! {
         let n: usize = shape.iter().product();
         let x = make(&values(n, seed), &shape, l);
         let d = (d % shape.len()) as isize;
-        let ops: [Unary<'_>; 4] = [
+        let ops: [Unary<'_>; 5] = [
             ("softmax", &|x| x.softmax(d)),
             ("log_softmax", &|x| x.log_softmax(d)),
             ("cumsum", &|x| x.cumsum(d)),
+            ("cumprod", &|x| x.cumprod(d)),
             ("flip", &|x| x.flip(&[d])),
         ];
         for (name, f) in ops {
@@ -279,6 +280,46 @@ proptest! {
             b.zero_grad();
             check(name, &[a.shallow_clone(), b.shallow_clone()], &|xs| f(&xs[0], &xs[1]));
         }
+    }
+
+    #[test]
+    fn indexed_reads_and_adds(
+        shape in shape(3),
+        l1 in lay(),
+        l2 in lay(),
+        d in 0usize..3,
+        picks in 1usize..5,
+        seed in 0u64..1000,
+    ) {
+        // Indices with repeats (so that gradients accumulate), some read through a reversed
+        // view; sources and bases both require grad.
+        let d = d % shape.len();
+        let n: usize = shape.iter().product();
+        let size = shape[d];
+        let x = make(&values(n, seed), &shape, l1);
+        let raw = |k: usize, salt: u64| -> Vec<i64> {
+            common::data(k, seed + salt, 0, size as i64 - 1).iter().map(|&v| v as i64).collect()
+        };
+        let list = DynTensor::from_vec(raw(picks, 1), &[picks]).flip(&[0]);
+        let mut ishape = shape.clone();
+        ishape[d] = picks;
+        let k: usize = ishape.iter().product();
+        let index = DynTensor::from_vec(raw(k, 2), &ishape);
+        let src = make(&values(k, seed + 3), &ishape, l2);
+        let dd = d as isize;
+        check("index_select", std::slice::from_ref(&x), &|xs| xs[0].index_select(dd, &list));
+        x.zero_grad();
+        // gather from a source larger than the index in the gathered dim.
+        check("gather", std::slice::from_ref(&x), &|xs| xs[0].gather(dd, &index));
+        x.zero_grad();
+        check("scatter_add", &[x.shallow_clone(), src.shallow_clone()], &|xs| {
+            xs[0].scatter_add(dd, &index, &xs[1])
+        });
+        x.zero_grad();
+        src.zero_grad();
+        check("index_add", &[x.shallow_clone(), src.shallow_clone()], &|xs| {
+            xs[0].index_add(dd, &list, &xs[1])
+        });
     }
 
     #[test]
@@ -392,6 +433,64 @@ fn prod_with_zeros() {
             xs[0].prod_dims(&[], false)
         });
     }
+}
+
+#[test]
+fn cumprod_with_zeros() {
+    // Lanes with no zero, a zero first, a zero inside, two zeros, a zero last; a running
+    // product is a polynomial, so finite differences are exact at the zeros too.
+    let v = vec![
+        0.5, -2.0, 1.5, 0.8, //
+        0.0, 3.0, 0.7, 1.1, //
+        0.9, 0.0, 1.2, -0.6, //
+        1.3, 0.0, 2.0, 0.0, //
+        0.4, 1.7, -0.9, 0.0,
+    ];
+    for lay in [Lay::Contiguous, Lay::Transposed, Lay::Stepped] {
+        let x = make(&v, &[5, 4], lay);
+        check("cumprod", std::slice::from_ref(&x), &|xs| xs[0].cumprod(1));
+        let x = make(&v, &[5, 4], lay);
+        check("cumprod (dim 0)", std::slice::from_ref(&x), &|xs| {
+            xs[0].cumprod(0)
+        });
+    }
+    // Second derivative through create_graph, at a zero: d/dx of the gradient of
+    // Σ cumprod(x) for x = [a, 0, c]: ∂L/∂x₁ = a + a·c, whose gradient in a is 1 + c.
+    use namedtensor::autograd::{BackwardOptions, grad};
+    let x = DynTensor::from_vec(vec![2.0f64, 0.0, 3.0], &[3]).requires_grad_(true);
+    let g = grad(
+        &[&x.cumprod(0).sum()],
+        None,
+        &[&x],
+        BackwardOptions::create_graph(),
+    )
+    .unwrap();
+    let g = g[0].clone().unwrap();
+    // First order: [1 + 0 + 0, a + a·c, 0] = [1, 8, 0].
+    assert_eq!(g.to_vec(), vec![1.0, 8.0, 0.0]);
+    let h = grad(&[&g.i(1)], None, &[&x], BackwardOptions::default()).unwrap()[0]
+        .clone()
+        .unwrap();
+    assert_eq!(h.to_vec(), vec![4.0, 0.0, 2.0]);
+}
+
+#[test]
+fn scatter_gradients_accumulate_repeated_indices() {
+    // An embedding lookup with a repeated id: its row's gradient is the sum of both uses.
+    let table = DynTensor::from_vec(vec![0.0f64; 6], &[3, 2]).requires_grad_(true);
+    let ids = DynTensor::from_vec(vec![2i64, 0, 2], &[3]);
+    let rows = table.index_select(0, &ids);
+    let weights = DynTensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]);
+    (&rows * &weights).sum().backward();
+    assert_eq!(
+        table.grad().unwrap().to_vec(),
+        vec![3.0, 4.0, 0.0, 0.0, 6.0, 8.0]
+    );
+    // gather as cross-entropy uses it: one pick per row, a repeated pick sums.
+    let logits = DynTensor::from_vec(vec![0.0f64; 4], &[2, 2]).requires_grad_(true);
+    let picks = DynTensor::from_vec(vec![1i64, 1, 0, 0], &[2, 2]);
+    logits.gather(1, &picks).sum().backward();
+    assert_eq!(logits.grad().unwrap().to_vec(), vec![0.0, 2.0, 2.0, 0.0]);
 }
 
 #[test]

@@ -147,6 +147,36 @@ fn matmul_and_views() {
 }
 
 #[test]
+fn indexed_ops_and_cumprod() {
+    let fx = fixtures();
+    let index = |name: &str| -> DynTensor<i64> {
+        let t = &fx[&format!("index.{name}/index")];
+        DynTensor::from_vec(t.to_vec().iter().map(|&v| v as i64).collect(), t.shape())
+    };
+    let (sel, gat, sca, add) = (
+        index("index_select"),
+        index("gather"),
+        index("scatter_add"),
+        index("index_add"),
+    );
+    run(&fx, "index.index_select", &["x"], &|xs| {
+        xs[0].index_select(0, &sel)
+    });
+    run(&fx, "index.gather", &["x"], &|xs| xs[0].gather(1, &gat));
+    run(&fx, "index.scatter_add", &["x", "src"], &|xs| {
+        xs[0].scatter_add(0, &sca, &xs[1])
+    });
+    run(&fx, "index.index_add", &["x", "src"], &|xs| {
+        xs[0].index_add(0, &add, &xs[1])
+    });
+    run(&fx, "reduce.cumprod", &["x"], &|xs| xs[0].cumprod(1));
+    run(&fx, "reduce.cumprod_zeros", &["x"], &|xs| xs[0].cumprod(1));
+    run(&fx, "reduce.cumprod_zeros_dim0", &["x"], &|xs| {
+        xs[0].cumprod(0)
+    });
+}
+
+#[test]
 fn mlp_with_cross_entropy() {
     let fx = fixtures();
     let get = |k: &str| fx[&format!("mlp/in/{k}")].detach().requires_grad_(true);

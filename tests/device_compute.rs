@@ -429,6 +429,42 @@ device_tests! {
         assert_eq!(r.shape(), &[0, 3]);
     }
 
+    fn scatter_add_and_index_add_on_views(dev: Device) {
+        let (vals, x) = grid(); // [4, 3] transposed
+        let g = on(dev, &x);
+        let v = |i: usize, j: usize| vals[i * 3 + j] as f32 as f64;
+        // index_add along dim 0 with repeats, a stepped index and a transposed source
+        let idx = on(dev, &DynTensor::from_vec(vec![3i64, 9, 0, 9, 3], &[5]).slice(0, Some(0), None, 2));
+        let src = on(dev, &DynTensor::from_vec((0..9).map(|i| i as f32).collect(), &[3, 3]).t());
+        let r = g.index_add(0, &idx, &src);
+        // f32 additions in index order, as the kernels make them
+        let mut want: Vec<f32> = (0..12).map(|k| v(k / 3, k % 3) as f32).collect();
+        for (j, &row) in [3usize, 0, 3].iter().enumerate() {
+            for c in 0..3 {
+                want[row * 3 + c] += (c * 3 + j) as f32;
+            }
+        }
+        assert_eq!(host(dev, &r), want.iter().map(|&w| w as f64).collect::<Vec<_>>());
+        // scatter_add along dim 1 with an index smaller than the source, an expanded index
+        let si = on(dev, &DynTensor::from_vec(vec![2i64, 2], &[1, 2]).expand(&[4, 2]));
+        let ones = on(dev, &DynTensor::<f32>::ones(&[4, 3]));
+        let r = g.scatter_add(1, &si, &ones);
+        let want: Vec<f64> = (0..12).map(|k| (v(k / 3, k % 3) as f32 + if k % 3 == 2 { 2.0 } else { 0.0 }) as f64).collect();
+        assert_eq!(host(dev, &r), want);
+        // in place through a column view
+        let t = on(dev, &DynTensor::<i64>::zeros(&[2, 3]));
+        t.narrow(1, 1, 1).scatter_add_(0, &on(dev, &DynTensor::from_vec(vec![1i64, 1, 0], &[3, 1])), &on(dev, &DynTensor::from_vec(vec![5i64, 6, 7], &[3, 1])));
+        assert_eq!(host(dev, &t), vec![0.0, 7.0, 0.0, 0.0, 11.0, 0.0]);
+        // out of range: an error, and nothing written
+        let e = t.try_index_add_(1, &on(dev, &DynTensor::from_vec(vec![3i64], &[1])), &on(dev, &DynTensor::<i64>::ones(&[2, 1]))).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::IndexOutOfRange, "{e}");
+        assert_eq!(host(dev, &t), vec![0.0, 7.0, 0.0, 0.0, 11.0, 0.0]);
+        // gradients of index_select and gather go through them on the device
+        let w = on(dev, &DynTensor::<f32>::zeros(&[3, 2])).requires_grad_(true);
+        w.index_select(0, &on(dev, &DynTensor::from_vec(vec![2i64, 2, 0], &[3]))).sum().backward();
+        assert_eq!(host(dev, &w.grad().unwrap()), vec![1.0, 1.0, 0.0, 0.0, 2.0, 2.0]);
+    }
+
     fn flip_repeat_and_triangles_on_views(dev: Device) {
         let (vals, x) = grid(); // [4, 3] transposed
         let g = on(dev, &x);

@@ -79,14 +79,6 @@ pub(crate) fn unsupported(op: &'static str) -> Error {
     )
 }
 
-/// Fails with [`unsupported`] if grad mode is on and `tracked` (some input requires grad).
-pub(crate) fn refuse(op: &'static str, tracked: bool) -> Result<()> {
-    if tracked && is_grad_enabled() {
-        return Err(unsupported(op));
-    }
-    Ok(())
-}
-
 /// Fails if the in-place op `op` would write into a tensor that requires grad, or write a
 /// source that requires grad into any tensor, with grad mode on. In-place updates of graph
 /// tensors are refused, not differentiated (see the module docs of `autograd`).

@@ -256,6 +256,25 @@ pub(crate) trait Backend {
         index_layout: &Layout,
     ) -> Result<Self::Buffer<E>>;
 
+    /// `base` through `base_layout` as a new row-major buffer, then, for every element `i` of
+    /// the `i64` view `index_layout` over `index` in row-major order, `src` at `i` (through
+    /// `src_layout`, which has the index's sizes) added at `i` with its `dim` coordinate
+    /// replaced by `index[i]`: PyTorch's `scatter_add`, the adjoint of [`Backend::gather`].
+    /// The index's sizes are at most the base's in every dim but `dim`; an index outside
+    /// `0..size` of `dim` is an [`ErrorKind::IndexOutOfRange`](crate::ErrorKind) error before
+    /// anything is written. Repeated indices accumulate, in the index's row-major order.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_add<E: Element>(
+        op: &'static str,
+        base: &Self::Buffer<E>,
+        base_layout: &Layout,
+        dim: usize,
+        index: &Self::Buffer<i64>,
+        index_layout: &Layout,
+        src: &Self::Buffer<E>,
+        src_layout: &Layout,
+    ) -> Result<Self::Buffer<E>>;
+
     /// The `parts` (buffer and view; equal sizes except in `dim`) joined along `dim` into a new
     /// buffer of `out_shape`.
     fn cat<E: Element>(

@@ -35,13 +35,17 @@ fn scan_impl<E: Element>(
     prod: bool,
 ) -> Result<DynTensor<SumOutput<E>>> {
     let d = along(op, t.shape(), dim)?;
-    crate::autograd::refuse(op, prod && crate::autograd::tracks(t))?;
     let buf = dispatch::scan::<E, SumOutput<E>>(op, prod, t.storage(), t.layout(), d)?;
     let out = DynTensor::from_contiguous_buffer(buf, t.shape())?;
     if !crate::autograd::tracks(t) || SumOutput::<E>::DTYPE != E::DTYPE {
         return Ok(out);
     }
-    let out = crate::autograd::cumsum(t, d, crate::autograd::same_type::<_, DynTensor<E>>(out));
+    let out = crate::autograd::same_type::<_, DynTensor<E>>(out);
+    let out = if prod {
+        crate::autograd::cumprod(t, d, out)
+    } else {
+        crate::autograd::cumsum(t, d, out)
+    };
     Ok(crate::autograd::same_type(out))
 }
 

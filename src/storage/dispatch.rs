@@ -266,6 +266,27 @@ pub(crate) fn gather<E: Element>(
     )
 }
 
+/// `base` with `src` added at the positions `index` names along `dim` (see
+/// [`Backend::scatter_add`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_add<E: Element>(
+    op: &'static str,
+    base: &Storage<E>,
+    lb: &Layout,
+    dim: usize,
+    index: &Storage<i64>,
+    li: &Layout,
+    src: &Storage<E>,
+    ls: &Layout,
+) -> Result<Buffer<E>> {
+    super::with_read_buffers3(
+        base,
+        index,
+        src,
+        |gb, gi, gs| on_backend!(op, (gb => b, gi => i, gs => s), B => B::scatter_add::<E>(op, b, lb, dim, i, li, s, ls), new_buffer),
+    )
+}
+
 /// The views `parts` joined along `dim` into `out_shape` (see [`Backend::cat`]).
 pub(crate) fn cat<E: Element>(
     op: &'static str,

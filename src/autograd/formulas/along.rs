@@ -1,10 +1,11 @@
-//! Gradients of the ops along one dim (`softmax`, `log_softmax`, `cumsum`, `cat`) and of
+//! Gradients of the ops along one dim (`softmax`, `log_softmax`, `cumsum`, `cumprod`, `cat`)
+//! and of
 //! the rearranging copies whose gradient is the same op (`flip`, `tril`, `triu`).
 
 use super::{OP, bin, mul, some};
 use crate::autograd::node::Saved;
 use crate::autograd::record::{Input, input, record};
-use crate::backend::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::tensor::DynTensor;
@@ -48,10 +49,53 @@ pub(crate) fn cumsum<E: Element>(x: &DynTensor<E>, d: usize, y: DynTensor<E>) ->
         if g.dim() == 0 {
             return Ok(g); // the cumulative sum of one element is that element
         }
-        let dims = [d as isize];
-        let flipped = g.try_flip(&dims)?;
-        let summed: DynTensor<E> = crate::autograd::same_type(flipped.try_cumsum(d as isize)?);
-        summed.try_flip(&dims)
+        reverse_cumsum(&g, d)
+    })
+}
+
+/// `t` summed from each position to the end of dim `d` (the adjoint of a running sum).
+fn reverse_cumsum<E: Element>(t: &DynTensor<E>, d: usize) -> Result<DynTensor<E>> {
+    let dims = [d as isize];
+    let summed: DynTensor<E> =
+        crate::autograd::same_type(t.try_flip(&dims)?.try_cumsum(d as isize)?);
+    summed.try_flip(&dims)
+}
+
+/// Records `y = cumprod(x)` along `d`. Element `i` of a lane gets
+/// `Σ_{k≥i} g_k Π_{j≤k, j≠i} x_j`, computed without dividing by zero: with `z` the lane's
+/// first zero, positions before it get `Σ_{k≥i} g_k y_k / x_i` (the product without `x_i`
+/// is `y_k / x_i`), position `z` gets `Σ_{k≥z} g_k y'_k` where `y'` is the running product
+/// of `x` with that zero replaced by 1 (exactly the products without `x_z`), and positions
+/// after it get 0 (every product still holds `x_z = 0`). A lane without zeros is the first
+/// case throughout; an input without any zero skips the masks (one host read decides).
+pub(crate) fn cumprod<E: Element>(x: &DynTensor<E>, d: usize, y: DynTensor<E>) -> DynTensor<E> {
+    let (sx, sy) = (Saved::input(x), Saved::output(&y));
+    record("cumprod", y, vec![input(x)], true, move |g, node| {
+        let g = g.into_typed::<E>(node.name)?;
+        if g.dim() == 0 {
+            return Ok(vec![some(g)]); // the running product of one element is that element
+        }
+        let (x, y) = (sx.get(node)?, sy.get(node)?);
+        let is_zero = crate::ops::compare_scalar::<E>(OP, CompareOp::Eq, &x, 0.0)?;
+        let plain = reverse_cumsum(&mul(&g, &y)?, d)?;
+        if !crate::ops::any_true(OP, &is_zero)? {
+            return Ok(vec![some(bin(BinaryOp::Div, &plain, &x)?)]);
+        }
+        let seen = is_zero.try_cumsum(d as isize)?; // zeros up to and including each position
+        let before = crate::ops::compare_scalar::<i64>(OP, CompareOp::Eq, &seen, 0.0)?;
+        let once = crate::ops::compare_scalar::<i64>(OP, CompareOp::Eq, &seen, 1.0)?;
+        let first_zero =
+            crate::ops::compare::<bool, bool, bool>(OP, CompareOp::LogicalAnd, &is_zero, &once)?;
+        let one = crate::ops::scalar_on(E::ONE, x.device())?;
+        let nil = crate::ops::scalar_on(E::ZERO, x.device())?;
+        let safe_x = crate::ops::select(OP, &before, &x, &one)?;
+        let without_zero = crate::ops::select(OP, &first_zero, &one, &x)?;
+        let y_without: DynTensor<E> =
+            crate::autograd::same_type(without_zero.try_cumprod(d as isize)?);
+        let at_zero = reverse_cumsum(&mul(&g, &y_without)?, d)?;
+        let after = crate::ops::select(OP, &first_zero, &at_zero, &nil)?;
+        let gx = crate::ops::select(OP, &before, &bin(BinaryOp::Div, &plain, &safe_x)?, &after)?;
+        Ok(vec![some(gx)])
     })
 }
 

@@ -5,12 +5,14 @@
 //! grad mode on), so every gradient is itself differentiable.
 
 mod along;
+mod index;
 mod matmul;
 mod pointwise;
 mod reduce;
 pub(crate) mod view_grad;
 
-pub(crate) use along::{cat, cumsum, same_op, softmax};
+pub(crate) use along::{cat, cumprod, cumsum, same_op, softmax};
+pub(crate) use index::{gather, index_select, scatter_add};
 pub(crate) use matmul::matmul;
 pub(crate) use pointwise::{binary, clamp, constant, root, select, unary};
 pub(crate) use reduce::{extreme, pick, reduce};

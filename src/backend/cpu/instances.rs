@@ -26,7 +26,7 @@ use super::elementwise::{
 use super::matmul::matmul_op;
 use super::reduction::{Reduced, arg_reduce_op, reduce_op};
 use super::scan::{scan_op, softmax_op};
-use super::select::{cat, gather_op, index_select_op};
+use super::select::{cat, gather_op, index_select_op, scatter_add_op};
 use super::shape::{flip_to_vec, mask_triangle};
 use crate::backend::Backend;
 use crate::backend::device::Device;
@@ -195,6 +195,18 @@ pub(crate) trait Instances: Element {
         dim: usize,
         index: &[i64],
         li: &Layout,
+    ) -> Result<Vec<Self>>;
+    /// See [`Backend::scatter_add`].
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_add(
+        op: &'static str,
+        base: &[Self],
+        lb: &Layout,
+        dim: usize,
+        index: &[i64],
+        li: &Layout,
+        src: &[Self],
+        ls: &Layout,
     ) -> Result<Vec<Self>>;
     /// See [`Backend::cat`].
     fn cat(parts: &[(&[Self], &Layout)], dim: usize, out_shape: &[usize]) -> Vec<Self>;
@@ -441,6 +453,18 @@ macro_rules! instances {
                 li: &Layout,
             ) -> Result<Vec<$t>> {
                 gather_op(op, src, layout, dim, index, li)
+            }
+            fn scatter_add(
+                op: &'static str,
+                base: &[$t],
+                lb: &Layout,
+                dim: usize,
+                index: &[i64],
+                li: &Layout,
+                src: &[$t],
+                ls: &Layout,
+            ) -> Result<Vec<$t>> {
+                scatter_add_op(op, base, lb, dim, index, li, src, ls)
             }
             fn cat(parts: &[(&[$t], &Layout)], dim: usize, out_shape: &[usize]) -> Vec<$t> {
                 cat(out_shape, dim, parts)
@@ -733,6 +757,28 @@ impl Backend for Cpu {
             dim,
             index,
             index_layout
+        )?)))
+    }
+
+    fn scatter_add<E: Element>(
+        op: &'static str,
+        base: &Vec<E>,
+        lb: &Layout,
+        dim: usize,
+        index: &Vec<i64>,
+        li: &Layout,
+        src: &Vec<E>,
+        ls: &Layout,
+    ) -> Result<Vec<E>> {
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::scatter_add(
+            op,
+            retype(base),
+            lb,
+            dim,
+            index,
+            li,
+            retype(src),
+            ls
         )?)))
     }
 

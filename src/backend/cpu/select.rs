@@ -1,5 +1,5 @@
-//! Copies that pick elements by index: `index_select`, `gather`, and the concatenation of
-//! several strided sources.
+//! Copies that pick elements by index: `index_select`, `gather`, their adjoint `scatter_add`,
+//! and the concatenation of several strided sources.
 //!
 //! Every kernel writes a fresh row-major buffer, split by rows across the pool (see
 //! [`for_each_row_chunk`]); indices have been checked against their dims by the caller, and
@@ -7,6 +7,7 @@
 
 use super::copy::gather_to_vec;
 use super::parallel::for_each_row_chunk;
+use crate::dtype::{Element, Kernel, Native, cast};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Coalesced, Layout, contiguous_strides, for_each_block};
 use std::mem::MaybeUninit;
@@ -127,6 +128,96 @@ pub(crate) fn gather<E: Copy + Send + Sync>(
     // n`); the chunks cover every row once and each row writes its `len` slots.
     unsafe { out.set_len(n) };
     out
+}
+
+/// PyTorch's `scatter_add`: `base` (through `base_layout`) copied into a new row-major buffer,
+/// then for every element `i` of the index view `li` (in row-major order), `src` at `i` (through
+/// `ls`, which has the index's sizes) added at `i` with its `dim` coordinate replaced by
+/// `index[i]` (checked `< size` of that dim by the caller). The index's sizes are at most the
+/// base's in every dim but `dim`.
+///
+/// Work is split by the output's slabs along the dims before `dim`: indices at one outer
+/// coordinate only reach that coordinate's slab, so the slabs are written without
+/// synchronisation, and each slab accumulates in the index's row-major order whatever the
+/// thread count (the result does not depend on the pool).
+pub(crate) fn scatter_add<E: Kernel + Element>(
+    base: &[E],
+    base_layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    li: &Layout,
+    src: &[E],
+    ls: &Layout,
+) -> Vec<E> {
+    let mut out = gather_to_vec(base, base_layout);
+    let (sizes, isizes) = (base_layout.sizes(), li.sizes());
+    if li.numel() == 0 {
+        return out;
+    }
+    let out_strides = contiguous_strides(sizes).expect("numel is checked in layouts");
+    let dim_stride = out_strides[dim];
+    // Within a slab: the index's dims from `dim` on, the output at stride 0 along `dim` (the
+    // index supplies that coordinate).
+    let mut slab_strides = out_strides[dim..].to_vec();
+    slab_strides[0] = 0;
+    let walk = Coalesced::new(
+        &isizes[dim..],
+        [&li.strides()[dim..], &ls.strides()[dim..], &slab_strides],
+        [0, 0, 0],
+    );
+    let (len, [is, ss, os]) = (walk.inner_len(), walk.inner_strides());
+    let rows: usize = sizes[..dim].iter().product();
+    let slab_len: usize = sizes[dim..].iter().product();
+    let add = |a: E, b: E| -> E {
+        cast::<E::Compute, E>(cast::<E, E::Compute>(a).nadd(cast::<E, E::Compute>(b)))
+    };
+    for_each_row_chunk(&mut out, rows, slab_len, |range, chunk| {
+        let mut coords = vec![0usize; dim];
+        for (o, slab) in range.zip(chunk.chunks_mut(slab_len.max(1))) {
+            // The outer coordinate of slab `o`; slabs beyond the index's extent stay the base.
+            let mut flat = o;
+            for (c, &size) in coords.iter_mut().zip(&sizes[..dim]).rev() {
+                *c = flat % size;
+                flat /= size;
+            }
+            if coords.iter().zip(isizes).any(|(&c, &size)| c >= size) {
+                continue;
+            }
+            let at = |l: &Layout| {
+                let s = l.strides();
+                l.offset()
+                    + coords
+                        .iter()
+                        .enumerate()
+                        .map(|(e, &c)| c * s[e])
+                        .sum::<usize>()
+            };
+            let (ib, sb) = (at(li), at(ls));
+            walk.for_each_row(0..walk.rows(), |[ip, sp, op]| {
+                for k in 0..len {
+                    let to = op + k * os + index[ib + ip + k * is] as usize * dim_stride;
+                    slab[to] = add(slab[to], src[sb + sp + k * ss]);
+                }
+            });
+        }
+    });
+    out
+}
+
+/// [`scatter_add`] with its indices checked first.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_add_op<E: Kernel + Element>(
+    op: &'static str,
+    base: &[E],
+    base_layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    li: &Layout,
+    src: &[E],
+    ls: &Layout,
+) -> Result<Vec<E>> {
+    check_indices(op, index, li, dim, base_layout.sizes())?;
+    Ok(scatter_add(base, base_layout, dim, index, li, src, ls))
 }
 
 /// The concatenation along `dim` of `parts` (each a source and its layout; sizes equal to

@@ -593,6 +593,20 @@ impl Backend for Cuda {
         compute::index(op, src, &ls, index, index_layout, stride, size)
     }
 
+    fn scatter_add<E: Element>(
+        op: &'static str,
+        base: &CudaBuffer,
+        lb: &Layout,
+        dim: usize,
+        index: &CudaBuffer,
+        li: &Layout,
+        src: &CudaBuffer,
+        ls: &Layout,
+    ) -> Result<CudaBuffer> {
+        check_index_range(op, index, li, dim, lb.sizes())?;
+        compute::scatter_add(op, base, lb, dim, index, li, src, ls)
+    }
+
     fn cat<E: Element>(
         op: &'static str,
         parts: &[(&CudaBuffer, &Layout)],

@@ -394,6 +394,68 @@ pub(crate) fn index(
     Ok(out)
 }
 
+/// `base` through `lb` copied into a new contiguous buffer, then `src` (through `ls`, at the
+/// index's sizes) added at the positions the `i64` view `li` over `index` names along `dim`
+/// (`select.cu`; indices checked by the caller). One thread per position of the index with
+/// `dim` left out walks that dim in order (see the kernel).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_add(
+    op: &'static str,
+    base: &CudaBuffer,
+    lb: &Layout,
+    dim: usize,
+    index: &CudaBuffer,
+    li: &Layout,
+    src: &CudaBuffer,
+    ls: &Layout,
+) -> Result<CudaBuffer> {
+    same_device(op, base, index)?;
+    same_device(op, base, src)?;
+    check_operand(op, "the index", index, li, DType::I64, li.sizes())?;
+    check_operand(op, "the source", src, ls, base.dtype(), li.sizes())?;
+    let mut out = cast(op, base, lb, base.dtype())?;
+    if li.numel() == 0 {
+        return Ok(out);
+    }
+    let out_strides = Layout::contiguous(lb.sizes())?.strides().to_vec();
+    let mut lanes_shape = li.sizes().to_vec();
+    let len = std::mem::replace(&mut lanes_shape[dim], 1);
+    let lanes: usize = lanes_shape.iter().product();
+    let dev = base.cuda_device();
+    let kernel = Kernel::scatter_add(base.dtype());
+    let f = dev.function(op, &kernel)?;
+    let [ko, ks, ki] = kernel_layouts(
+        op,
+        &lanes_shape,
+        [&out_strides, ls.strides(), li.strides()],
+        [0, ls.offset(), li.offset()],
+    )?;
+    let (ostride, size) = (out_strides[dim] as u64, lb.sizes()[dim] as u64);
+    let (sstride, istride) = (ls.strides()[dim] as u64, li.strides()[dim] as u64);
+    let (len64, lanes64) = (len as u64, lanes as u64);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(&ko)
+        .arg(&ostride)
+        .arg(&size)
+        .arg(src.slice())
+        .arg(&ks)
+        .arg(&sstride)
+        .arg(index.slice())
+        .arg(&ki)
+        .arg(&istride)
+        .arg(&len64)
+        .arg(&lanes64);
+    // SAFETY: matches `nt_scatter_add_T(T* out, NtLayout lo, u64 ostride, u64 size, const T*
+    // src, NtLayout ls, u64 sstride, const i64* idx, NtLayout li, u64 istride, u64 len, u64
+    // lanes)`; `out` is the contiguous base (its sizes bound the index's in every dim but
+    // `dim`, and an index < size stays inside it), `ls`/`li` with k < len stay inside their
+    // views, which fit their buffers; lanes never share an output element.
+    unsafe { args.launch(elementwise_config(lanes)) }
+        .map_err(|e| driver(op, base.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
 /// Inclusive running sum (or product with `prod`) along the middle dim of the contiguous
 /// `[outer, len, inner]` buffer `src` (`select.cu`), into a new buffer of the same dtype,
 /// which must be a float (accumulated in f64) or `i64` (wrapping). One thread per

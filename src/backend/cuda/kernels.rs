@@ -217,6 +217,11 @@ impl Kernel {
         Kernel::new(Source::Select, "index", &[type_name(dtype)])
     }
 
+    /// Additions of `dtype` elements at `i64` indices along one dim (any dtype).
+    pub(crate) fn scatter_add(dtype: DType) -> Kernel {
+        Kernel::new(Source::Select, "scatter_add", &[type_name(dtype)])
+    }
+
     /// Running sum or product along one dim (check [`scan_supports`] first).
     pub(crate) fn scan(dtype: DType) -> Kernel {
         Kernel::new(Source::Select, "scan", &[type_name(dtype)])
@@ -278,6 +283,7 @@ pub(crate) fn all_kernels() -> Vec<Kernel> {
         }
         all.push(Kernel::where_(s));
         all.push(Kernel::index(s));
+        all.push(Kernel::scatter_add(s));
         if scan_supports(s) {
             all.push(Kernel::scan(s));
         }
@@ -300,6 +306,11 @@ mod tests {
         assert_eq!(Kernel::fill(DType::Bool).name, "nt_fill_bool");
         assert_eq!(Kernel::where_(DType::BF16).instance, "NT_WHERE(bf16)");
         assert_eq!(Kernel::index(DType::I8).name, "nt_index_i8");
+        assert_eq!(Kernel::scatter_add(DType::BF16).name, "nt_scatter_add_bf16");
+        assert_eq!(
+            Kernel::scatter_add(DType::F32).instance,
+            "NT_SCATTER_ADD(f32)"
+        );
         assert_eq!(Kernel::scan(DType::I64).name, "nt_scan_i64");
         assert!(scan_supports(DType::F16) && !scan_supports(DType::I32));
         assert!(

@@ -12,7 +12,7 @@
 //! | `backend.rs` | the [`Backend`](crate::backend::Backend) methods, built on the kernels below |
 //! | `compute.rs` | unary, binary, comparison, reduction and softmax kernels |
 //! | `blas.rs` | matrix products through cuBLAS |
-//! | `kernels/select.cu` (via `compute.rs`) | `where`/`masked_fill`/`tril` select, `index_select`/`gather` reads (indices range-checked on the device before launch), `cumsum`/`cumprod` scans (one thread per lane) |
+//! | `kernels/select.cu` (via `compute.rs`) | `where`/`masked_fill`/`tril` select, `index_select`/`gather` reads and their adjoint `scatter_add` (indices range-checked on the device before launch; one thread per lane, no atomics), `cumsum`/`cumprod` scans (one thread per lane) |
 //! | `error.rs` | driver/NVRTC/cuBLAS codes as [`ErrorKind::Device`](crate::ErrorKind) errors |
 //!
 //! What a machine needs at run time: the NVIDIA driver (`libcuda.so`) for any CUDA tensor,

@@ -1,7 +1,8 @@
 // Selection and scans: ternary select (`where`, `masked_fill`, `tril`/`triu`), indexed reads
-// (`index_select`, `gather`) and running sums/products along one dim (`cumsum`, `cumprod`).
+// (`index_select`, `gather`) and their adjoint (`scatter_add`, `index_add`), running
+// sums/products along one dim (`cumsum`, `cumprod`).
 //
-// Instantiated by the host per dtype: NT_WHERE(T), NT_INDEX(T), NT_SCAN(T).
+// Instantiated by the host per dtype: NT_WHERE(T), NT_INDEX(T), NT_SCATTER_ADD(T), NT_SCAN(T).
 
 // out[i] = cond[position(lc, i)] ? a[position(la, i)] : b[position(lb, i)], `out` contiguous.
 // All three layouts have the output's sizes (broadcast dims have stride 0); `a` and `b` are
@@ -28,6 +29,32 @@ __device__ void nt_index_impl(T* out, const T* src, NtLayout ls, const nt_i64* i
             out[i] = nt_traits<T>::from_bits(0);
         } else {
             out[i] = src[nt_position(ls, i) + (nt_u64)v * dstride];
+        }
+    }
+}
+
+// out[position(lo, l) + idx[position(li, l) + k*istride] * ostride] += src[position(ls, l) +
+// k*sstride] for every lane `l` < lanes and k < len, `out` contiguous and already holding the
+// base. A lane is one position of the index with its scattered dim left out (`lo`, `li`, `ls`
+// have size 1 there); two lanes differ in a coordinate other than the scattered dim, so they
+// never reach the same output element and no atomics are needed, and each lane adds in index
+// order, so the result is deterministic (it equals the CPU's). The host has checked every
+// index against `size`; any other (which cannot reach here) is skipped.
+template <typename T>
+__device__ void nt_scatter_add_impl(T* out, NtLayout lo, nt_u64 ostride, nt_u64 size,
+                                    const T* src, NtLayout ls, nt_u64 sstride, const nt_i64* idx,
+                                    NtLayout li, nt_u64 istride, nt_u64 len, nt_u64 lanes) {
+    typedef nt_traits<T> tr;
+    NT_FOR_EACH(l, lanes) {
+        nt_u64 o = nt_position(lo, l);
+        nt_u64 s = nt_position(ls, l);
+        nt_u64 x = nt_position(li, l);
+#pragma unroll 1
+        for (nt_u64 k = 0; k < len; ++k) {
+            nt_i64 v = idx[x + k * istride];
+            if (v < 0 || (nt_u64)v >= size) continue;
+            T* at = out + o + (nt_u64)v * ostride;
+            *at = tr::from_compute(nt_wrap_add(tr::to_compute(*at), tr::to_compute(src[s + k * sstride])));
         }
     }
 }
@@ -82,6 +109,15 @@ __device__ void nt_scan_impl(T* out, const T* in, nt_u64 lanes, nt_u64 len, nt_u
                                             const nt_i64* idx, NtLayout li, nt_u64 dstride,  \
                                             nt_u64 size, nt_u64 n) {                         \
         nt_index_impl<nt_t_##T>(out, src, ls, idx, li, dstride, size, n);                   \
+    }
+
+#define NT_SCATTER_ADD(T)                                                                    \
+    extern "C" __global__ void nt_scatter_add_##T(                                           \
+        nt_t_##T* out, NtLayout lo, nt_u64 ostride, nt_u64 size, const nt_t_##T* src,        \
+        NtLayout ls, nt_u64 sstride, const nt_i64* idx, NtLayout li, nt_u64 istride,         \
+        nt_u64 len, nt_u64 lanes) {                                                          \
+        nt_scatter_add_impl<nt_t_##T>(out, lo, ostride, size, src, ls, sstride, idx, li,     \
+                                      istride, len, lanes);                                  \
     }
 
 #define NT_SCAN(T)                                                                           \
