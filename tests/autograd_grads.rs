@@ -183,8 +183,15 @@ proptest! {
         let n: usize = shape.iter().product();
         let x = make(&values(n, seed), &shape, l);
         let d = (d % shape.len()) as isize;
-        let ops: [Unary<'_>; 12] = [
+        let ops: [Unary<'_>; 18] = [
             ("prod", &|x| x.prod_dims(&[d], keepdim)),
+            ("prod_all", &|x| x.prod_dims(&[], keepdim)),
+            ("prod_two", &|x| x.prod_dims(&[0, -1], keepdim)),
+            ("norm_3", &|x| x.norm_dims(3.0, &[d], keepdim)),
+            ("norm_1.5", &|x| x.norm_dims(1.5, &[0, -1], keepdim)),
+            // p < 1 away from 0, where |x|^(p-1) is steep
+            ("norm_0.5", &|x| (x + 2.0).norm_dims(0.5, &[d], keepdim)),
+            ("norm_-1.5", &|x| (x + 2.0).norm(-1.5)),
             ("sum", &|x| x.sum()),
             ("sum_dim", &|x| x.sum_dim(d, keepdim)),
             ("mean_dim", &|x| x.mean_dim(d, keepdim)),
@@ -200,6 +207,9 @@ proptest! {
         for (name, f) in ops {
             if (name.starts_with("var") || name.starts_with("std")) && shape[d as usize] < 2 {
                 continue;
+            }
+            if matches!(name, "prod_two" | "norm_1.5") && shape.len() < 2 {
+                continue; // dims 0 and -1 are one dim
             }
             // An expanded input repeats its values: the extremes tie, where finite differences
             // are one-sided (ties are checked against PyTorch's rule below).
@@ -491,6 +501,57 @@ fn scatter_gradients_accumulate_repeated_indices() {
     let picks = DynTensor::from_vec(vec![1i64, 1, 0, 0], &[2, 2]);
     logits.gather(1, &picks).sum().backward();
     assert_eq!(logits.grad().unwrap().to_vec(), vec![0.0, 2.0, 2.0, 0.0]);
+}
+
+#[test]
+fn prod_second_derivatives_with_zeros() {
+    use namedtensor::autograd::{BackwardOptions, grad};
+    // ∂²(Π x)/∂xᵢ∂xⱼ is the product of the elements other than i and j: not 0 in a lane with
+    // zeros unless a third zero remains.
+    let hessian_row = |v: Vec<f64>, i: usize| -> (Vec<f64>, Vec<f64>) {
+        let x = DynTensor::from_vec(v.clone(), &[v.len()]).requires_grad_(true);
+        let g = grad(&[&x.prod()], None, &[&x], BackwardOptions::create_graph()).unwrap()[0]
+            .clone()
+            .unwrap();
+        let h = grad(&[&g.i(i)], None, &[&x], BackwardOptions::default()).unwrap()[0]
+            .clone()
+            .unwrap();
+        (g.to_vec(), h.to_vec())
+    };
+    // one zero: g = [0, 6, 0]; ∂g₀/∂x = [0, x₂, x₁] = [0, 3, 0]
+    assert_eq!(
+        hessian_row(vec![2.0, 0.0, 3.0], 0),
+        (vec![0.0, 6.0, 0.0], vec![0.0, 3.0, 0.0])
+    );
+    // two zeros: g = 0; ∂g₁/∂x = [x₂x₃, 0, x₀x₃, x₀x₂] = [0, 0, 6, 0]
+    assert_eq!(
+        hessian_row(vec![2.0, 0.0, 0.0, 3.0], 1),
+        (vec![0.0; 4], vec![0.0, 0.0, 6.0, 0.0])
+    );
+    // no zero: ∂g₀/∂x = [0, x₂, x₁]
+    assert_eq!(hessian_row(vec![2.0, 5.0, 3.0], 0).1, vec![0.0, 3.0, 5.0]);
+}
+
+#[test]
+fn general_norms_at_zero_as_pytorch() {
+    // A lane of zeros has a zero gradient for every p (PyTorch's masked_fill where the norm
+    // is 0); for p < 1 a zero element has a zero gradient and the others are finite.
+    let x =
+        DynTensor::from_vec(vec![0.0f64, 0.0, 0.0, 3.0, 0.0, -4.0], &[2, 3]).requires_grad_(true);
+    for p in [3.0, 1.5, 0.5, -1.5] {
+        x.zero_grad();
+        x.norm_dims(p, &[1], false).sum().backward();
+        let g = x.grad().unwrap().to_vec();
+        assert!(g.iter().all(|v| v.is_finite()), "p = {p}: {g:?}");
+        assert_eq!(&g[..3], &[0.0, 0.0, 0.0], "p = {p}");
+        if p > 0.0 {
+            assert_eq!(g[4], 0.0, "p = {p}");
+            // d/dx₃ (|3|ᵖ + |4|ᵖ)^(1/p) = 3ᵖ⁻¹ / yᵖ⁻¹
+            let y: f64 = (3f64.powf(p) + 4f64.powf(p)).powf(1.0 / p);
+            assert!((g[3] - (3.0 / y).powf(p - 1.0)).abs() < 1e-12, "p = {p}");
+            assert!((g[5] + (4.0 / y).powf(p - 1.0)).abs() < 1e-12, "p = {p}");
+        }
+    }
 }
 
 #[test]

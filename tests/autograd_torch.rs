@@ -147,7 +147,7 @@ fn matmul_and_views() {
 }
 
 #[test]
-fn indexed_ops_and_cumprod() {
+fn indexed_ops_cumprod_and_zero_rules() {
     let fx = fixtures();
     let index = |name: &str| -> DynTensor<i64> {
         let t = &fx[&format!("index.{name}/index")];

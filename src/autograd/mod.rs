@@ -45,7 +45,8 @@ use crate::DynTensor;
 pub(crate) use any::same_type;
 pub(crate) use formulas::{
     binary, cat, clamp, constant, cumprod, cumsum, extreme, gather, identity, index_select, matmul,
-    pick, reduce, root, same_op, scatter_add, select, softmax, unary, view, view_grad::ViewGrad,
+    pick, pnorm, reduce, root, same_op, scatter_add, select, softmax, unary, view,
+    view_grad::ViewGrad,
 };
 pub(crate) use node::Meta;
 pub(crate) use record::{check_inplace, tracks};

@@ -528,6 +528,9 @@ fn norm_impl<E: Float>(
         };
         return Ok(constant_of(t, filled(t, m, k, E::from_f64(v))?));
     }
+    // A general p gets one node with its own formula (below): computed unrecorded.
+    let general = ![0.0, 1.0, 2.0, f64::INFINITY, f64::NEG_INFINITY].contains(&p);
+    let _unrecorded = general.then(|| crate::autograd::GradMode::set(false));
     let x = super::converted::<E, C<E>>(t)?;
     let abs = || unary(op, UnaryOp::Abs, &x);
     let sum = |y: &DynTensor<C<E>>| reduce_to::<C<E>, C<E>>(op, ReduceOp::Sum, y, m, k);
@@ -549,7 +552,14 @@ fn norm_impl<E: Float>(
         _ => pow(&sum(&pow(&abs()?, p)?)?, 1.0 / p)?,
     };
     let r = super::converted::<C<E>, E>(&r)?;
-    Ok(if p == 0.0 { constant_of(t, r) } else { r })
+    drop(_unrecorded);
+    Ok(if p == 0.0 {
+        constant_of(t, r)
+    } else if general && crate::autograd::tracks(t) {
+        crate::autograd::pnorm(op, t, p, m, r)
+    } else {
+        r
+    })
 }
 
 /// `r`, a result of `norm` that does not depend on `t`'s values, kept in `t`'s graph with a

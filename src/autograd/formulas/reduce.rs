@@ -1,10 +1,10 @@
 //! Gradients of the reductions: the gradient of each kept element is spread back over the
 //! elements it was reduced from.
 
-use super::{OP, bin, cast_back, mul, some};
+use super::{OP, bin, bin_c, cast_back, mul, some, un};
 use crate::autograd::node::Saved;
 use crate::autograd::record::{input, record, unsupported};
-use crate::backend::op::{BinaryOp, CompareOp, ReduceOp};
+use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::tensor::DynTensor;
@@ -112,10 +112,11 @@ pub(crate) fn pick<E: Element>(
     })
 }
 
-/// Records `y = Π x` over `mask`. The gradient of element `i` is the product of the others:
-/// `y / xᵢ` when the lane has no zero; the product of the non-zero elements at the one zero
-/// of a lane with exactly one; 0 everywhere in a lane with several (PyTorch's rule, without
-/// dividing by zero).
+/// Records `y = Π x` over `mask`. The gradient of element `i` is the product of the other
+/// elements of its lane, computed without division as the product of those before it times
+/// the product of those after it (exclusive running products along the flattened lane), so
+/// lanes with zeros need no special case and the gradient differentiates again correctly
+/// (the second derivative at two zeros is the product of the rest, not 0).
 pub(crate) fn prod<E: Element>(
     op: &'static str,
     x: &DynTensor<E>,
@@ -127,29 +128,78 @@ pub(crate) fn prod<E: Element>(
     record(op, y, vec![input(x)], true, move |g, node| {
         let g = g.into_typed::<E>(node.name)?;
         let x = sx.get(node)?;
+        let others = product_of_others(&x, &mask)?;
+        Ok(vec![some(mul(&others, &spread(&g, x.shape(), &mask)?)?)])
+    })
+}
+
+/// For every element of `x`, the product of the other elements of its lane over `mask`.
+fn product_of_others<E: Element>(x: &DynTensor<E>, mask: &[bool]) -> Result<DynTensor<E>> {
+    // The reduced dims moved last and flattened into one lane dim.
+    let (kept, reduced): (Vec<usize>, Vec<usize>) = (0..x.dim()).partition(|&d| !mask[d]);
+    let order: Vec<isize> = kept.iter().chain(&reduced).map(|&d| d as isize).collect();
+    let moved = x.try_permute(&order)?;
+    let mut lanes_shape: Vec<isize> = kept.iter().map(|&d| x.shape()[d] as isize).collect();
+    let n: usize = reduced.iter().map(|&d| x.shape()[d]).product();
+    lanes_shape.push(n as isize);
+    let lanes = moved.try_reshape(&lanes_shape)?;
+    let last = [kept.len() as isize];
+    let before = exclusive_cumprod(&lanes)?;
+    let after = exclusive_cumprod(&lanes.try_flip(&last)?)?.try_flip(&last)?;
+    let others = mul(&before, &after)?;
+    let moved_shape: Vec<isize> = moved.shape().iter().map(|&s| s as isize).collect();
+    let mut inverse = vec![0isize; order.len()];
+    for (at, &d) in order.iter().enumerate() {
+        inverse[d as usize] = at as isize;
+    }
+    others.try_reshape(&moved_shape)?.try_permute(&inverse)
+}
+
+/// `[1, t₀, t₀t₁, …]` along the last dim: the running product of the elements before each.
+fn exclusive_cumprod<E: Element>(t: &DynTensor<E>) -> Result<DynTensor<E>> {
+    let d = t.dim() - 1;
+    let n = t.shape()[d];
+    if n == 0 {
+        return Ok(t.clone());
+    }
+    let mut one_shape: Vec<isize> = t.shape().iter().map(|&s| s as isize).collect();
+    one_shape[d] = 1;
+    let ones = crate::ops::scalar_on(E::ONE, t.device())?.try_expand(&one_shape)?;
+    let shifted = DynTensor::try_cat(&[&ones, &t.try_narrow(d as isize, 0, n - 1)?], d as isize)?;
+    Ok(crate::autograd::same_type(shifted.try_cumprod(d as isize)?))
+}
+
+/// Records `y = (Σ |x|ᵖ)^(1/p)` over `mask` for a `p` other than 0, 1, 2 and ±∞ (those are
+/// computed from other recorded ops). The gradient is `sgn(x) |x|ᵖ⁻¹ g / yᵖ⁻¹` with PyTorch's
+/// rules where that divides by zero: 0 in a lane whose norm is 0, and for `p < 1` 0 at an
+/// element that is 0 (where `|x|ᵖ⁻¹` is infinite).
+pub(crate) fn pnorm<E: Element>(
+    op: &'static str,
+    x: &DynTensor<E>,
+    p: f64,
+    mask: &[bool],
+    y: DynTensor<E>,
+) -> DynTensor<E> {
+    let (sx, sy) = (Saved::input(x), Saved::output(&y));
+    let mask = mask.to_vec();
+    record(op, y, vec![input(x)], true, move |g, node| {
+        let g = g.into_typed::<E>(node.name)?;
+        let (x, y) = (sx.get(node)?, sy.get(node)?);
         let shape = x.shape().to_vec();
-        let is_zero = crate::ops::compare_scalar::<E>(OP, CompareOp::Eq, &x, 0.0)?;
-        let zeros = crate::ops::reduce_keepdim::<E>(
-            OP,
-            ReduceOp::Sum,
-            &is_zero.try_to_dtype::<E>()?,
-            &mask,
-        )?;
         let one = crate::ops::scalar_on(E::ONE, x.device())?;
         let nil = crate::ops::scalar_on(E::ZERO, x.device())?;
-        let nonzero = crate::ops::select(OP, &is_zero, &one, &x)?;
-        let others = crate::ops::reduce_keepdim::<E>(OP, ReduceOp::Prod, &nonzero, &mask)?;
-        let no_zero = crate::ops::compare_scalar::<E>(OP, CompareOp::Eq, &zeros, 0.0)?;
-        let one_zero = crate::ops::compare_scalar::<E>(OP, CompareOp::Eq, &zeros, 1.0)?;
-        let at_the_zero = crate::ops::compare::<bool, bool, bool>(
-            OP,
-            CompareOp::LogicalAnd,
-            &one_zero,
-            &is_zero,
-        )?;
-        let single = crate::ops::select(OP, &at_the_zero, &spread(&others, &shape, &mask)?, &nil)?;
-        let plain = bin(BinaryOp::Div, &others, &nonzero)?;
-        let local = crate::ops::select(OP, &no_zero, &plain, &single)?;
-        Ok(vec![some(mul(&local, &spread(&g, &shape, &mask)?)?)])
+        let magnitude = bin_c(BinaryOp::Pow, &un(UnaryOp::Abs, &x)?, p - 1.0)?;
+        let mut scaled = mul(&un(UnaryOp::Sign, &x)?, &magnitude)?;
+        if p < 1.0 {
+            let at_zero = crate::ops::compare_scalar::<E>(OP, CompareOp::Eq, &x, 0.0)?;
+            scaled = crate::ops::select(OP, &at_zero, &nil, &scaled)?;
+        }
+        let y = spread(&y, &shape, &mask)?;
+        let zero_norm = crate::ops::compare_scalar::<E>(OP, CompareOp::Eq, &y, 0.0)?;
+        let denominator = bin_c(BinaryOp::Pow, &y, p - 1.0)?;
+        let safe = crate::ops::select(OP, &zero_norm, &one, &denominator)?;
+        let share = bin(BinaryOp::Div, &spread(&g, &shape, &mask)?, &safe)?;
+        let share = crate::ops::select(OP, &zero_norm, &nil, &share)?;
+        Ok(vec![some(mul(&scaled, &share)?)])
     })
 }
