@@ -36,6 +36,9 @@ pub enum ErrorKind {
     DTypeMismatch,
     /// Reading or writing a file failed.
     Io,
+    /// An allocation the device (or the host) cannot make: the `try_` forms return this where
+    /// the allocator would abort the process (PyTorch raises "not enough memory").
+    OutOfMemory,
     /// A gradient that cannot be computed: `backward` on a tensor outside any graph, a graph
     /// already freed, a saved tensor modified in place, an in-place write into a tensor that
     /// requires grad, or an op without a gradient formula.

@@ -91,3 +91,41 @@ fn integer_pow_with_a_negative_exponent_is_an_error() {
         vec![0.5, 1.0 / 3.0]
     );
 }
+
+#[test]
+fn allocations_that_cannot_be_made_are_errors_not_aborts() {
+    // Terabytes: more than any CI machine's memory (and its overcommit allowance), so the
+    // allocator refuses; a `try_` form reports it instead of aborting the process.
+    let huge = 1usize << 42;
+    let oom = |what: &str, r: namedtensor::Result<DynTensor<f32>>| {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{what}: {e}");
+        assert!(e.to_string().contains("cannot allocate"), "{what}: {e}");
+    };
+    oom("full", DynTensor::try_full(&[huge], 1.0));
+    oom("zeros 2-D", DynTensor::try_full(&[1 << 21, 1 << 21], 0.0));
+    oom("arange", DynTensor::try_arange(0.0, huge as f32, 1.0));
+    oom("normal", DynTensor::try_normal(&[huge], 0.0, 1.0, 7));
+    let one = DynTensor::<f32>::ones(&[1]);
+    let wide = one.try_expand(&[huge as isize]).unwrap(); // a view: nothing allocated
+    oom("contiguous of an expanded view", wide.try_contiguous());
+    oom("repeat", one.try_repeat(&[huge]));
+    oom("clamp of an expanded view", wide.try_clamp(0.0f32, 0.5f32));
+    oom("add of expanded views", wide.try_add(&wide));
+    oom(
+        "cast",
+        wide.try_to_dtype::<f64>().map(|t| t.to_dtype::<f32>()),
+    );
+    let col = one.try_expand(&[1 << 21, 1]).unwrap();
+    let row = one.try_expand(&[1, 1 << 21]).unwrap();
+    oom("matmul", col.try_matmul(&row));
+    // i64::MAX elements: the byte count itself overflows.
+    let e = DynTensor::<i64>::try_arange(0, i64::MAX, 1).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+    // The failed attempts left nothing behind, and ordinary allocations still work.
+    assert!(namedtensor::storage::buffer_pool_bytes() < 1 << 30);
+    assert_eq!(
+        DynTensor::<f32>::full(&[1 << 20], 2.0).sum().item(),
+        (1 << 21) as f32
+    );
+}

@@ -44,10 +44,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::backend::cpu::pool;
-pub(crate) use pool::take as take_buffer;
 pub use pool::{
     MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, set_buffer_pool_capacity,
 };
+pub(crate) use pool::{reserve as reserve_buffer, take as take_buffer};
 
 pub(crate) mod dispatch;
 

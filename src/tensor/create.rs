@@ -221,16 +221,21 @@ impl<E: Element> DynTensor<E> {
         if len >= usize::MAX as f64 {
             return Err(Error::overflow("arange", format!("a length of {len}")));
         }
-        let data = (0..len as usize)
-            .map(|i| {
-                if E::DTYPE.is_float() {
-                    E::from_f64(s + i as f64 * st)
-                } else {
-                    E::from_i64(start.to_i64() + i as i64 * step.to_i64())
-                }
-            })
-            .collect();
-        DynTensor::from_contiguous_vec(data, &[len as usize])
+        let len = len as usize;
+        crate::storage::reserve_buffer::<E>("arange", len)?;
+        let mut data = crate::storage::take_buffer(len);
+        data.extend((0..len).map(|i| {
+            if E::DTYPE.is_float() {
+                E::from_f64(s + i as f64 * st)
+            } else {
+                E::from_i64(
+                    start
+                        .to_i64()
+                        .wrapping_add((i as i64).wrapping_mul(step.to_i64())),
+                )
+            }
+        }));
+        DynTensor::from_contiguous_vec(data, &[len])
     }
 
     /// The `n × n` identity matrix.

@@ -24,6 +24,7 @@ impl<E: Float> DynTensor<E> {
     #[track_caller]
     pub fn rand(shape: &[usize], seed: u64) -> Self {
         let n = or_panic(checked_len("rand", shape));
+        or_panic(crate::storage::reserve_buffer::<E>("rand", n));
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let bits = E::MANTISSA_DIGITS;
         let scale = 0.5f64.powi(bits as i32);
@@ -71,6 +72,7 @@ impl<E: Float> DynTensor<E> {
                 )
             })?;
         let n = checked_len("normal", shape)?;
+        crate::storage::reserve_buffer::<E>("normal", n)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut data = crate::storage::take_buffer(n);
         data.extend((0..n).map(|_| E::from_f64(dist.sample(&mut rng))));

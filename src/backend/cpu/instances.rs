@@ -24,6 +24,7 @@ use super::elementwise::{
     map_inplace, map_new, masked_fill_inplace, select_new, zip_inplace, zip_new,
 };
 use super::matmul::matmul_op;
+use super::pool::reserve;
 use super::reduction::{Reduced, arg_reduce_op, reduce_op};
 use super::scan::{scan_op, softmax_op};
 use super::select::{cat, gather_op, index_select_op, scatter_add_op};
@@ -506,23 +507,22 @@ impl Backend for Cpu {
         Ok(data.to_vec())
     }
 
-    fn full<E: Element>(
-        _op: &'static str,
-        _device: Device,
-        len: usize,
-        value: E,
-    ) -> Result<Vec<E>> {
+    fn full<E: Element>(op: &'static str, _device: Device, len: usize, value: E) -> Result<Vec<E>> {
+        reserve::<E>(op, len)?;
         Ok(super::full(len, value))
     }
 
-    fn to_host<E: Element>(_op: &'static str, src: &Vec<E>, layout: &Layout) -> Result<Vec<E>> {
+    fn to_host<E: Element>(op: &'static str, src: &Vec<E>, layout: &Layout) -> Result<Vec<E>> {
+        reserve::<E>(op, layout.numel())?;
         if layout.numel() == 0 {
             // The offset of an empty view may lie anywhere, even past the buffer.
             return Ok(Vec::new());
         }
         if layout.is_contiguous() {
             let start = layout.offset();
-            return Ok(src[start..start + layout.numel()].to_vec());
+            let mut out = super::pool::take(layout.numel());
+            out.extend_from_slice(&src[start..start + layout.numel()]);
+            return Ok(out);
         }
         Ok(super::gather_to_vec(src, layout))
     }
@@ -533,10 +533,11 @@ impl Backend for Cpu {
     }
 
     fn cast<E: Element, F: Element>(
-        _op: &'static str,
+        op: &'static str,
         src: &Vec<E>,
         layout: &Layout,
     ) -> Result<Vec<F>> {
+        reserve::<F>(op, layout.numel())?;
         if E::DTYPE == F::DTYPE {
             return Ok(retype_vec(super::gather_to_vec(src, layout)));
         }
@@ -565,11 +566,12 @@ impl Backend for Cpu {
     }
 
     fn unary<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         uop: UnaryOp,
         src: &Vec<E>,
         layout: &Layout,
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::unary(uop, retype(src), layout))))
     }
 
@@ -584,22 +586,24 @@ impl Backend for Cpu {
     }
 
     fn test<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         top: TestOp,
         src: &Vec<E>,
         layout: &Layout,
     ) -> Result<Vec<bool>> {
+        reserve::<bool>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => T::test(top, retype(src), layout)))
     }
 
     fn binary<A: Element, B: Element, O: Element>(
-        _op: &'static str,
+        op: &'static str,
         bop: BinaryOp,
         a: &Vec<A>,
         la: &Layout,
         b: &Vec<B>,
         lb: &Layout,
     ) -> Result<Vec<O>> {
+        reserve::<O>(op, la.numel())?;
         Ok(dtype_match!(O::DTYPE, T => retype_vec(T::binary(
             bop,
             operand::<A, T>(a),
@@ -628,13 +632,14 @@ impl Backend for Cpu {
     }
 
     fn compare<A: Element, B: Element, P: Element>(
-        _op: &'static str,
+        op: &'static str,
         cop: CompareOp,
         a: &Vec<A>,
         la: &Layout,
         b: &Vec<B>,
         lb: &Layout,
     ) -> Result<Vec<bool>> {
+        reserve::<bool>(op, la.numel())?;
         Ok(dtype_match!(P::DTYPE, T => T::compare(
             cop,
             operand::<A, T>(a),
@@ -645,7 +650,7 @@ impl Backend for Cpu {
     }
 
     fn where_<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         cond: &Vec<bool>,
         lc: &Layout,
         a: &Vec<E>,
@@ -653,6 +658,7 @@ impl Backend for Cpu {
         b: &Vec<E>,
         lb: &Layout,
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, la.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::where_(
             cond,
             lc,
@@ -682,22 +688,30 @@ impl Backend for Cpu {
     }
 
     fn reduce<E: Element, O: Element>(
-        _op: &'static str,
+        op: &'static str,
         rop: ReduceOp,
         src: &Vec<E>,
         layout: &Layout,
         mask: &[bool],
     ) -> Result<Vec<O>> {
+        reserve::<O>(op, kept_count(layout, mask))?;
         Ok(dtype_match!(E::DTYPE, T => T::reduce(rop, retype(src), layout, mask).into_vec()))
     }
 
     fn arg_reduce<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         max: bool,
         src: &Vec<E>,
         layout: &Layout,
         dim: usize,
     ) -> Result<(Vec<E>, Vec<i64>)> {
+        reserve::<E>(
+            op,
+            layout
+                .numel()
+                .checked_div(layout.sizes().get(dim).copied().unwrap_or(1))
+                .unwrap_or(0),
+        )?;
         Ok(dtype_match!(E::DTYPE, T => {
             let (values, indices) = T::arg_reduce(max, retype(src), layout, dim);
             (retype_vec(values), indices)
@@ -705,22 +719,24 @@ impl Backend for Cpu {
     }
 
     fn softmax<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         src: &Vec<E>,
         layout: &Layout,
         dim: usize,
         log: bool,
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::softmax(retype(src), layout, dim, log))))
     }
 
     fn scan<E: Element, O: Element>(
-        _op: &'static str,
+        op: &'static str,
         prod: bool,
         src: &Vec<E>,
         layout: &Layout,
         dim: usize,
     ) -> Result<Vec<O>> {
+        reserve::<O>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::scan(prod, retype(src), layout, dim))))
     }
 
@@ -732,6 +748,14 @@ impl Backend for Cpu {
         index: &Vec<i64>,
         index_layout: &Layout,
     ) -> Result<Vec<E>> {
+        reserve::<E>(
+            op,
+            layout
+                .numel()
+                .checked_div(layout.sizes()[dim])
+                .unwrap_or(0)
+                .saturating_mul(index_layout.numel()),
+        )?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::index_select(
             op,
             retype(src),
@@ -750,6 +774,7 @@ impl Backend for Cpu {
         index: &Vec<i64>,
         index_layout: &Layout,
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, index_layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::gather(
             op,
             retype(src),
@@ -770,6 +795,7 @@ impl Backend for Cpu {
         src: &Vec<E>,
         ls: &Layout,
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, lb.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::scatter_add(
             op,
             retype(base),
@@ -783,11 +809,18 @@ impl Backend for Cpu {
     }
 
     fn cat<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         parts: &[(&Vec<E>, &Layout)],
         dim: usize,
         out_shape: &[usize],
     ) -> Result<Vec<E>> {
+        reserve::<E>(
+            op,
+            out_shape
+                .iter()
+                .try_fold(1usize, |a, &s| a.checked_mul(s))
+                .unwrap_or(usize::MAX),
+        )?;
         Ok(dtype_match!(E::DTYPE, T => {
             let parts: Vec<(&[T], &Layout)> = parts.iter().map(|&(v, l)| (retype(v), l)).collect();
             retype_vec(T::cat(&parts, dim, out_shape))
@@ -795,31 +828,34 @@ impl Backend for Cpu {
     }
 
     fn matmul<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         a: &Vec<E>,
         la: &Layout,
         b: &Vec<E>,
         lb: &Layout,
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, matmul_count(la, lb))?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::matmul(retype(a), la, retype(b), lb))))
     }
 
     fn flip<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         src: &Vec<E>,
         layout: &Layout,
         flip: &[bool],
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::flip(retype(src), layout, flip))))
     }
 
     fn triangle<E: Element>(
-        _op: &'static str,
+        op: &'static str,
         src: &Vec<E>,
         layout: &Layout,
         diagonal: isize,
         lower: bool,
     ) -> Result<Vec<E>> {
+        reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::triangle(
             retype(src),
             layout,
@@ -827,4 +863,19 @@ impl Backend for Cpu {
             lower
         ))))
     }
+}
+
+/// The element count of a reduction's result: the product of the kept sizes.
+fn kept_count(layout: &Layout, mask: &[bool]) -> usize {
+    let kept = layout.sizes().iter().zip(mask).filter(|&(_, &m)| !m);
+    kept.fold(1usize, |a, (&s, _)| a.saturating_mul(s))
+}
+
+/// The element count of a batched matrix product `[batch…, m, k] · [batch…, k, n]`.
+fn matmul_count(la: &Layout, lb: &Layout) -> usize {
+    let (a, b) = (la.sizes(), lb.sizes());
+    let rows = a[..a.len() - 1]
+        .iter()
+        .fold(1usize, |x, &s| x.saturating_mul(s));
+    rows.saturating_mul(b[b.len() - 1])
 }

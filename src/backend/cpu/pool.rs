@@ -14,12 +14,16 @@
 //! - The pool holds at most [`buffer_pool_capacity`] bytes (default 1 GiB, or
 //!   `NAMEDTENSOR_POOL_BYTES`); beyond that the least recently pooled buffers are freed.
 //!   [`set_buffer_pool_capacity`]`(0)` frees everything and turns pooling off.
+//! - Before a kernel runs, [`reserve`] allocates a large output fallibly and pools it, so the
+//!   kernel's [`take`] finds it: an allocation the system refuses is an
+//!   [`ErrorKind::OutOfMemory`] error of the `try_` form, not an abort.
 //! - On Linux, a new allocation of at least 4 MiB is marked `MADV_HUGEPAGE`, so that the
 //!   kernel backs it with 2 MiB pages where it can: 512 times fewer faults on first touch, and
 //!   fewer TLB misses for every later pass. Kernels write outputs from all pool threads,
 //!   so the first touch is parallel as well. Tensors made by the library (`full`, `zeros`,
 //!   `rand`, every op's result) get such buffers; a `Vec` handed to `from_vec` keeps its own.
 
+use crate::error::{Error, ErrorKind, Result};
 use std::alloc::Layout as AllocLayout;
 use std::collections::VecDeque;
 use std::mem::{ManuallyDrop, align_of, size_of};
@@ -120,6 +124,63 @@ pub(crate) fn take<E>(n: usize) -> Vec<E> {
     let v: Vec<E> = Vec::with_capacity(n);
     advise_huge_pages(v.as_ptr().cast::<u8>(), bytes);
     v
+}
+
+/// Makes sure that an output of `n` elements of `E` can be allocated, so that a `try_` form
+/// returns an [`ErrorKind::OutOfMemory`] error where the allocator would abort the process.
+///
+/// A large allocation (at least [`MIN_POOLED_BYTES`]) is attempted fallibly and handed to the
+/// pool, where the kernel's [`take`] finds it: nothing is allocated twice (unless it exceeds
+/// the pool's capacity, where the second allocation costs a system call next to the
+/// gigabyte-sized fill). Smaller ones are left to the kernel: failing them means the process
+/// is out of memory anyway.
+///
+/// ```ignore
+/// assert!(reserve::<f64>("full", 1 << 60).is_err());
+/// ```
+pub(crate) fn reserve<E>(op: &'static str, n: usize) -> Result<()> {
+    let size = size_of::<E>();
+    let fail = || {
+        Error::new(
+            ErrorKind::OutOfMemory,
+            op,
+            format!(
+                "cannot allocate {n} elements of {size} bytes ({}) on the host",
+                human_bytes(n as f64 * size as f64)
+            ),
+        )
+    };
+    let bytes = n
+        .checked_mul(size)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(fail)?;
+    if bytes < MIN_POOLED_BYTES || size == 0 {
+        return Ok(());
+    }
+    let pooled = pool()
+        .entries
+        .iter()
+        .any(|e| e.bytes == bytes && e.align == align_of::<E>());
+    if pooled {
+        return Ok(());
+    }
+    let mut v: Vec<E> = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| fail())?;
+    advise_huge_pages(v.as_ptr().cast::<u8>(), bytes);
+    give(v);
+    Ok(())
+}
+
+/// `bytes` with a binary unit, for messages.
+fn human_bytes(bytes: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", units[u])
 }
 
 /// Takes ownership of `v`'s allocation: pools it if it is large and fits the capacity,

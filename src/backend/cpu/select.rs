@@ -7,6 +7,7 @@
 
 use super::copy::gather_to_vec;
 use super::parallel::for_each_row_chunk;
+use super::pool::take as take_buffer;
 use crate::dtype::{Element, Kernel, Native, cast};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Coalesced, Layout, contiguous_strides, for_each_block};
@@ -47,7 +48,7 @@ pub(crate) fn index_select<E: Copy + Send + Sync>(
     let inner_n: usize = sizes[dim + 1..].iter().product();
     let rows = outer_sizes.iter().product::<usize>() * index.len();
     let n = rows * inner_n;
-    let mut out: Vec<E> = Vec::with_capacity(n);
+    let mut out: Vec<E> = take_buffer(n);
     // Output row `r` is entry `index[r % len]` of dim `dim` at outer index `r / len`.
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
@@ -108,7 +109,7 @@ pub(crate) fn gather<E: Copy + Send + Sync>(
     );
     let (rows, len) = (walk.rows(), walk.inner_len());
     let [ss, is, _] = walk.inner_strides();
-    let mut out: Vec<E> = Vec::with_capacity(n);
+    let mut out: Vec<E> = take_buffer(n);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         rows,
@@ -239,7 +240,7 @@ pub(crate) fn cat<E: Copy + Send + Sync>(
             (inner, l.sizes()[dim..].iter().product())
         })
         .collect();
-    let mut out: Vec<E> = Vec::with_capacity(n);
+    let mut out: Vec<E> = take_buffer(n);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         rows,

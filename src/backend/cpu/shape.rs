@@ -2,6 +2,7 @@
 //! `tril`/`triu`.
 
 use super::parallel::for_each_row_chunk;
+use super::pool::take as take_buffer;
 use crate::layout::Layout;
 
 /// The elements of `layout` over `src` in row-major order, with the dims where `flip` is
@@ -35,7 +36,7 @@ pub(crate) fn flip_to_vec<E: Copy + Send + Sync>(
     }
     let (row_len, step) = dims.pop().unwrap_or((1, 0));
     let rows = n / row_len;
-    let mut out: Vec<E> = Vec::with_capacity(n);
+    let mut out: Vec<E> = take_buffer(n);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         rows,
