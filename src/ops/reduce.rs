@@ -57,15 +57,15 @@ fn dims_mask(op: &'static str, dims: &[isize], rank: usize) -> Result<Vec<bool>>
 
 /// The kept shape of `shape` under `mask`, with size-1 dims for the reduced ones if `keepdim`.
 pub(crate) fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
-    shape
-        .iter()
-        .zip(mask)
-        .filter_map(|(&s, &m)| match (m, keepdim) {
-            (false, _) => Some(s),
-            (true, true) => Some(1),
-            (true, false) => None,
-        })
-        .collect()
+    let mut out = Vec::with_capacity(shape.len());
+    for (&s, &m) in shape.iter().zip(mask) {
+        match (m, keepdim) {
+            (false, _) => out.push(s),
+            (true, true) => out.push(1),
+            (true, false) => {}
+        }
+    }
+    out
 }
 
 fn reduced_count(shape: &[usize], mask: &[bool]) -> usize {
