@@ -210,6 +210,58 @@ fn bad_files_are_io_errors() {
             "{err}"
         );
     }
+    // What the message says, for each way a file can be malformed.
+    let two = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#;
+    let gap = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}"#;
+    let mut long_header = handmade(header, &[0; 16]);
+    long_header[..8].copy_from_slice(&1000u64.to_le_bytes());
+    let cases: [(&str, Vec<u8>, &str); 7] = [
+        ("tiny", b"abc".to_vec(), "shorter than the 8-byte length"),
+        (
+            "header length",
+            long_header,
+            "the header length in its first 8 bytes (1000) reaches past the end of the file (79 bytes)",
+        ),
+        (
+            "not JSON",
+            handmade("{not json", &[]),
+            "its header is not the format's JSON",
+        ),
+        (
+            "duplicate name",
+            handmade(two, &[0; 8]),
+            r#"the tensor name "a" appears more than once in the header"#,
+        ),
+        (
+            "gap",
+            handmade(gap, &[0; 12]),
+            r#"the bytes of tensor "b" do not start where the previous tensor's bytes end"#,
+        ),
+        (
+            "truncated",
+            handmade(header, &[0; 12]),
+            "do not cover its data section exactly",
+        ),
+        (
+            "shape",
+            handmade(
+                r#"{"t":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}}"#,
+                &[0; 16],
+            ),
+            "does not match its shape and dtype",
+        ),
+    ];
+    for (what, contents, says) in cases {
+        std::fs::write(&path, &contents).unwrap();
+        let err = DynTensor::<f32>::load(&path).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io, "{what}: {err}");
+        assert!(
+            err.message()
+                .contains("bad.safetensors: not a valid safetensors file: "),
+            "{what}: {err}"
+        );
+        assert!(err.message().contains(says), "{what}: {err}");
+    }
     // Saving into a directory that does not exist.
     let err = DynTensor::<f32>::zeros(&[1])
         .save(dir.file("no/such/dir/x.safetensors"))

@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::DynTensor;
 use half::{bf16, f16};
 use safetensors::tensor::TensorView;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::{Dtype, SafeTensorError, SafeTensors};
 use std::any::Any;
 use std::path::Path;
 
@@ -180,8 +180,74 @@ pub fn load_tensors<E: Element>(path: impl AsRef<Path>) -> Result<Vec<(String, D
 }
 
 fn parse<'a>(path: &Path, buffer: &'a [u8]) -> Result<SafeTensors<'a>> {
-    SafeTensors::deserialize(buffer)
-        .map_err(|e| io_error("load", path, format!("not a valid safetensors file ({e})")))
+    SafeTensors::deserialize(buffer).map_err(|e| {
+        let why = describe(&e, buffer);
+        io_error("load", path, format!("not a valid safetensors file: {why}"))
+    })
+}
+
+/// What is wrong with a file the `safetensors` crate rejected, in this library's words (the
+/// crate's own messages, such as "invalid offset for tensor `a`" for a name listed twice,
+/// describe its checks rather than the file).
+fn describe(e: &SafeTensorError, file: &[u8]) -> String {
+    use SafeTensorError as S;
+    match e {
+        S::HeaderTooSmall => "it is shorter than the 8-byte length that starts the format".into(),
+        S::InvalidHeaderLength => format!(
+            "the header length in its first 8 bytes ({}) reaches past the end of the file \
+             ({} bytes)",
+            header_len(file).unwrap_or(0),
+            file.len()
+        ),
+        S::HeaderTooLarge => "its header is larger than the format's limit of 100 MB".into(),
+        S::InvalidHeader(e) => format!("its header is not UTF-8 text ({e})"),
+        S::InvalidHeaderDeserialization(e) => {
+            format!("its header is not the format's JSON ({e})")
+        }
+        S::InvalidOffset(name) => match header_text(file) {
+            Some(h) if key_count(h, name) > 1 => {
+                format!("the tensor name {name:?} appears more than once in the header")
+            }
+            _ => format!(
+                "the bytes of tensor {name:?} do not start where the previous tensor's bytes \
+                 end (tensors are stored back to back, in the order of their offsets)"
+            ),
+        },
+        S::TensorInvalidInfo => "a tensor's byte range does not match its shape and dtype".into(),
+        S::InvalidTensorView(dtype, shape, bytes) => {
+            format!("a tensor of dtype {dtype:?} and shape {shape:?} cannot be {bytes} bytes long")
+        }
+        S::MetadataIncompleteBuffer => {
+            "the tensors' bytes do not cover its data section exactly (the file is truncated \
+             or holds bytes no tensor owns)"
+                .into()
+        }
+        S::ValidationOverflow => {
+            "a tensor's element count or byte size overflows (a corrupt shape)".into()
+        }
+        S::TensorNotFound(name) => format!("it has no tensor named {name:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// The header length the file's first 8 bytes state.
+fn header_len(file: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(file.get(..8)?.try_into().ok()?))
+}
+
+/// The header's text, if the file has one that is UTF-8.
+fn header_text(file: &[u8]) -> Option<&str> {
+    let n = usize::try_from(header_len(file)?).ok()?;
+    std::str::from_utf8(file.get(8..8usize.checked_add(n)?)?).ok()
+}
+
+/// How often `name` occurs as an object key (a JSON string followed by `:`) in `header`.
+fn key_count(header: &str, name: &str) -> usize {
+    let quoted = format!("\"{name}\"");
+    header
+        .match_indices(&quoted)
+        .filter(|(at, _)| header[at + quoted.len()..].trim_start().starts_with(':'))
+        .count()
 }
 
 /// Tensor `name` of `file` as a `DynTensor<E>`.
