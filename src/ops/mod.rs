@@ -55,7 +55,7 @@ pub use crate::dtype::promote::{
 };
 pub use compare::{try_where_, where_};
 pub(crate) use reduce::reduce_keepdim;
-pub use serialize::{load_tensors, save_tensors};
+pub use serialize::{load_tensors, load_tensors_from_bytes, save_tensors};
 
 use crate::autograd;
 use crate::backend::device::Device;

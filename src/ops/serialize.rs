@@ -170,7 +170,32 @@ pub fn save_tensors<E: Element>(
 pub fn load_tensors<E: Element>(path: impl AsRef<Path>) -> Result<Vec<(String, DynTensor<E>)>> {
     let path = path.as_ref();
     let buffer = std::fs::read(path).map_err(|e| io_error("load", path, e))?;
-    let file = parse(path, &buffer)?;
+    tensors_of(path, &buffer)
+}
+
+/// The tensors of a safetensors file held in memory (the bytes of a file, a network reply),
+/// as [`load_tensors`] reads them from a file; errors name `<bytes>` where they would name
+/// the file. Python's `safetensors.torch.load`.
+///
+/// ```
+/// use namedtensor::{load_tensors_from_bytes, ErrorKind};
+/// let header = br#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+/// let mut file = (header.len() as u64).to_le_bytes().to_vec();
+/// file.extend_from_slice(header);
+/// file.extend([1.5f32, -2.0].iter().flat_map(|x| x.to_le_bytes()));
+/// let tensors = load_tensors_from_bytes::<f32>(&file).unwrap();
+/// assert_eq!(tensors[0].0, "w");
+/// assert_eq!(tensors[0].1.to_vec(), vec![1.5, -2.0]);
+/// let err = load_tensors_from_bytes::<f32>(&file[..20]).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Io);
+/// ```
+pub fn load_tensors_from_bytes<E: Element>(bytes: &[u8]) -> Result<Vec<(String, DynTensor<E>)>> {
+    tensors_of(Path::new("<bytes>"), bytes)
+}
+
+/// Every tensor of the safetensors `buffer` (read from `path`), sorted by name.
+fn tensors_of<E: Element>(path: &Path, buffer: &[u8]) -> Result<Vec<(String, DynTensor<E>)>> {
+    let file = parse(path, buffer)?;
     let mut names = file.names();
     names.sort_unstable();
     names
