@@ -620,3 +620,52 @@ fn gradients_never_share_storage() {
     namedtensor::autograd::grad(&[&loss], None, &[&x], Default::default()).unwrap();
     assert!(h.grad().is_none());
 }
+
+#[test]
+fn second_derivatives_of_the_fused_formulas() {
+    // The formulas that update a temporary in place when the pass does not record must keep
+    // the recorded (out-of-place) path under create_graph: d²/dx² against finite differences
+    // of the first derivative.
+    use namedtensor::autograd::{BackwardOptions, grad};
+    let v = vec![0.3, -0.7, 1.1, 2.0];
+    let ops: [Unary<'_>; 6] = [
+        ("tanh", &|x| x.tanh()),
+        ("sigmoid", &|x| x.sigmoid()),
+        ("silu", &|x| x.silu()),
+        ("gelu", &|x| x.gelu()),
+        ("erf", &|x| x.erf()),
+        ("relu·x²", &|x| &x.relu() * &x.square()),
+    ];
+    for (name, f) in ops {
+        let first = |v: &[f64]| -> Vec<f64> {
+            let x = DynTensor::from_vec(v.to_vec(), &[4]).requires_grad_(true);
+            f(&x).sum().backward();
+            x.grad().unwrap().to_vec()
+        };
+        let x = DynTensor::from_vec(v.clone(), &[4]).requires_grad_(true);
+        let g = grad(
+            &[&f(&x).sum()],
+            None,
+            &[&x],
+            BackwardOptions::create_graph(),
+        )
+        .unwrap();
+        let g = g[0].clone().unwrap();
+        assert_eq!(g.to_vec(), first(&v), "{name}: first derivative");
+        let h = grad(&[&g.sum()], None, &[&x], BackwardOptions::default()).unwrap()[0]
+            .clone()
+            .unwrap()
+            .to_vec();
+        for i in 0..4 {
+            let (mut p, mut m) = (v.clone(), v.clone());
+            p[i] += 1e-6;
+            m[i] -= 1e-6;
+            let numeric = (first(&p)[i] - first(&m)[i]) / 2e-6;
+            assert!(
+                (h[i] - numeric).abs() < 1e-5,
+                "{name} [{i}]: {} vs {numeric}",
+                h[i]
+            );
+        }
+    }
+}

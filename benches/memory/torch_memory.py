@@ -47,6 +47,14 @@ def main():
             F.cross_entropy(logits, labels).backward()
 
         print("mlp_train_64x784x256x10 peak_bytes", peak(mlp))
+    if which in ("", "tanh"):
+        z = torch.randn(32, 128, 256, requires_grad=True)
+
+        def tanh():
+            z.grad = None
+            torch.tanh(z).sum().backward()
+
+        print("tanh_b32_s128_h256 peak_bytes", peak(tanh))
     if which in ("", "attention"):
         bs, s, h = 32, 128, 256
         p = [(torch.randn(h, h) / h**0.5).requires_grad_() for _ in range(4)]

@@ -67,6 +67,15 @@ fn main() {
         };
         measure("mlp_train_64x784x256x10", &step);
     }
+    if which.is_empty() || which == "tanh" {
+        // One pointwise op's backward alone: what its formula's temporaries cost.
+        let z = DynTensor::<f32>::randn(&[32, 128, 256], 11).requires_grad_(true);
+        let step = || {
+            z.zero_grad();
+            z.tanh().sum().backward();
+        };
+        measure("tanh_b32_s128_h256", &step);
+    }
     if which.is_empty() || which == "attention" {
         let (b, s, h) = (32, 128, 256);
         let p = |shape: &[usize], seed: u64| {

@@ -72,6 +72,63 @@ pub(super) fn sum_to<E: Element>(x: DynTensor<E>, shape: &[usize]) -> Result<Dyn
     summed.try_reshape(&sizes)
 }
 
+/// A temporary of a gradient formula, which the formula's later steps update in place when
+/// the pass does not record (no `create_graph`): one buffer for a chain of pointwise steps,
+/// as PyTorch's fused backward kernels use, instead of a new tensor per step. Only tensors
+/// the formula has just computed become a `Temp` (never the incoming gradient or a saved
+/// tensor, which others may hold).
+pub(super) struct Temp<E: Element>(DynTensor<E>);
+
+impl<E: Element> Temp<E> {
+    pub(super) fn new(fresh: DynTensor<E>) -> Self {
+        Temp(fresh)
+    }
+
+    /// Whether `b(self, y)` may overwrite `self`: no recording, and `y` broadcasts to
+    /// `self`'s shape.
+    fn in_place(&self, y: &DynTensor<E>) -> bool {
+        !crate::autograd::is_grad_enabled() && (y.shape() == self.0.shape() || y.dim() == 0)
+    }
+
+    /// `self ∘ y`.
+    pub(super) fn bin(self, b: BinaryOp, y: &DynTensor<E>) -> Result<Self> {
+        if self.in_place(y) {
+            crate::ops::binary_::<E, E, E>(OP, b, &self.0, y)?;
+            return Ok(self);
+        }
+        Ok(Temp(bin(b, &self.0, y)?))
+    }
+
+    /// `self · y`.
+    pub(super) fn mul(self, y: &DynTensor<E>) -> Result<Self> {
+        self.bin(BinaryOp::Mul, y)
+    }
+
+    /// `self ∘ c` for the constant `c`.
+    pub(super) fn bin_c(self, b: BinaryOp, c: f64) -> Result<Self> {
+        let c = crate::ops::scalar_on(E::from_f64(c), self.0.device())?;
+        self.bin(b, &c)
+    }
+
+    /// `c − self`.
+    pub(super) fn rsub_c(self, c: f64) -> Result<Self> {
+        self.un(UnaryOp::Neg)?.bin_c(BinaryOp::Add, c)
+    }
+
+    /// `u(self)`.
+    pub(super) fn un(self, u: UnaryOp) -> Result<Self> {
+        if !crate::autograd::is_grad_enabled() {
+            crate::ops::unary_(OP, u, &self.0)?;
+            return Ok(self);
+        }
+        Ok(Temp(un(u, &self.0)?))
+    }
+
+    pub(super) fn done(self) -> DynTensor<E> {
+        self.0
+    }
+}
+
 /// `g` as a tensor of `A`, converted (and recorded) when the op computed in another type.
 pub(super) fn cast_back<O: Element, A: Element>(g: DynTensor<O>) -> Result<DynTensor<A>> {
     crate::ops::converted::<O, A>(&g)

@@ -1,7 +1,7 @@
 //! Gradients of the pointwise ops: one arm per op token, so a new token does not compile
 //! until its derivative is written.
 
-use super::{OP, bin, bin_c, cast_back, mul, mul_c, some, sum_to, un};
+use super::{OP, Temp, bin, bin_c, cast_back, mul, mul_c, some, sum_to, un};
 use crate::autograd::node::Saved;
 use crate::autograd::record::{input, record};
 use crate::backend::op::{BinaryOp, CompareOp, UnaryOp};
@@ -44,7 +44,7 @@ fn unary_grad<E: Element>(
         Square => mul(g, &mul_c(x(), 2.0)?),
         Relu => {
             let positive = crate::ops::compare_scalar::<E>(OP, CompareOp::Gt, y(), 0.0)?;
-            mul(g, &positive.try_to_dtype::<E>()?)
+            Ok(Temp::new(positive.try_to_dtype::<E>()?).mul(g)?.done())
         }
         Exp => mul(g, y()),
         Expm1 => mul(g, &bin_c(BinaryOp::Add, y(), 1.0)?),
@@ -57,25 +57,26 @@ fn unary_grad<E: Element>(
         Cos => mul(g, &un(Neg, &un(Sin, x())?)?),
         // 1 + tan² x
         Tan => mul(g, &bin_c(BinaryOp::Add, &un(Square, &un(Tan, x())?)?, 1.0)?),
-        Tanh => mul(g, &one_minus(&un(Square, y())?)?),
+        Tanh => Ok(Temp::new(un(Square, y())?).rsub_c(1.0)?.mul(g)?.done()),
         // 2/√π e^{-x²}
         Erf => {
-            let e = un(Exp, &un(Neg, &un(Square, x())?)?)?;
-            mul(g, &mul_c(&e, 2.0 / PI.sqrt())?)
+            let e = Temp::new(un(Square, x())?).un(Neg)?.un(Exp)?;
+            Ok(e.bin_c(BinaryOp::Mul, 2.0 / PI.sqrt())?.mul(g)?.done())
         }
-        Sigmoid => mul(g, &mul(y(), &one_minus(y())?)?),
+        Sigmoid => Ok(Temp::new(one_minus(y())?).mul(y())?.mul(g)?.done()),
         Recip => mul(g, &un(Neg, &un(Square, y())?)?),
         // Φ(x) + x φ(x)
         Gelu => {
-            let cdf = mul_c(
-                &bin_c(BinaryOp::Add, &un(Erf, &mul_c(x(), FRAC_1_SQRT_2)?)?, 1.0)?,
-                0.5,
-            )?;
-            let pdf = mul_c(
-                &un(Exp, &mul_c(&un(Square, x())?, -0.5)?)?,
-                1.0 / (2.0 * PI).sqrt(),
-            )?;
-            mul(g, &bin(BinaryOp::Add, &cdf, &mul(x(), &pdf)?)?)
+            let cdf = Temp::new(mul_c(x(), FRAC_1_SQRT_2)?)
+                .un(Erf)?
+                .bin_c(BinaryOp::Add, 1.0)?
+                .bin_c(BinaryOp::Mul, 0.5)?;
+            let pdf = Temp::new(un(Square, x())?)
+                .bin_c(BinaryOp::Mul, -0.5)?
+                .un(Exp)?
+                .bin_c(BinaryOp::Mul, 1.0 / (2.0 * PI).sqrt())?
+                .mul(x())?;
+            Ok(cdf.bin(BinaryOp::Add, &pdf.done())?.mul(g)?.done())
         }
         // ½(1 + t) + ½ x (1 − t²) k (1 + 3c x²), t = tanh(k (x + c x³))
         GeluTanh => {
@@ -95,8 +96,10 @@ fn unary_grad<E: Element>(
         // s (1 + x (1 − s)), s = sigmoid(x)
         Silu => {
             let s = un(Sigmoid, x())?;
-            let inner = bin_c(BinaryOp::Add, &mul(x(), &one_minus(&s)?)?, 1.0)?;
-            mul(g, &mul(&s, &inner)?)
+            let inner = Temp::new(one_minus(&s)?)
+                .mul(x())?
+                .bin_c(BinaryOp::Add, 1.0)?;
+            Ok(inner.mul(&s)?.mul(g)?.done())
         }
     }
 }
