@@ -26,13 +26,8 @@ pub(crate) fn index_select<E: Element>(
     index: &DynTensor<i64>,
     y: DynTensor<E>,
 ) -> DynTensor<E> {
-    let saved = Saved::input(index);
-    let shape = x.shape().to_vec();
-    record("index_select", y, vec![input(x)], true, move |g, node| {
-        let g = g.into_typed::<E>(node.name)?;
-        let idx = saved.get(node)?;
-        let gx = zeros(&shape, &g)?.try_index_add(d as isize, &idx, &g)?;
-        Ok(vec![some(gx)])
+    read_at("index_select", x, index, y, move |base, idx, g| {
+        base.try_index_add(d as isize, idx, g)
     })
 }
 
@@ -44,12 +39,28 @@ pub(crate) fn gather<E: Element>(
     index: &DynTensor<i64>,
     y: DynTensor<E>,
 ) -> DynTensor<E> {
+    read_at("gather", x, index, y, move |base, idx, g| {
+        base.try_scatter_add(d as isize, idx, g)
+    })
+}
+
+/// Records `y`, read from `x` at `index` by op `op`: the gradient is `add_at(zeros, index, g)`,
+/// the adjoint that adds the output's gradient back where it was read. Saves the index only.
+fn read_at<E: Element>(
+    op: &'static str,
+    x: &DynTensor<E>,
+    index: &DynTensor<i64>,
+    y: DynTensor<E>,
+    add_at: impl Fn(&DynTensor<E>, &DynTensor<i64>, &DynTensor<E>) -> Result<DynTensor<E>>
+    + Send
+    + Sync
+    + 'static,
+) -> DynTensor<E> {
     let saved = Saved::input(index);
     let shape = x.shape().to_vec();
-    record("gather", y, vec![input(x)], true, move |g, node| {
+    record(op, y, vec![input(x)], true, move |g, node| {
         let g = g.into_typed::<E>(node.name)?;
-        let idx = saved.get(node)?;
-        let gx = zeros(&shape, &g)?.try_scatter_add(d as isize, &idx, &g)?;
+        let gx = add_at(&zeros(&shape, &g)?, &saved.get(node)?, &g)?;
         Ok(vec![some(gx)])
     })
 }
