@@ -13,13 +13,12 @@ use super::copy::{cast, same_device};
 use super::device::CudaDevice;
 use super::error::{cublas, device_error};
 use super::launch::coalesce;
+use super::rt::{CudaBlas, DevicePtr, DevicePtrMut};
 use super::storage::CudaBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, contiguous_strides};
-use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
-use cudarc::driver::{DevicePtr, DevicePtrMut};
 use std::ffi::c_void;
 use std::sync::{Arc, PoisonError};
 
@@ -143,8 +142,7 @@ fn handle(op: &'static str, dev: &Arc<CudaDevice>) -> Result<Arc<CudaBlas>> {
     if let Some(h) = slot.as_ref() {
         return Ok(Arc::clone(h));
     }
-    // SAFETY: only tries to `dlopen` the candidate library names.
-    if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+    if !super::rt::cublas_present() {
         return Err(device_error(
             op,
             "cuBLAS not found (libcublas.so / libcublas.so.12 could not be loaded; it comes \
@@ -328,7 +326,7 @@ pub(crate) fn matmul(
             // the output buffer has batch · m · n elements, and the handle runs on the
             // device's stream. alpha/beta are host values of the compute precision.
             unsafe {
-                cudarc::cublas::result::gemm_strided_batched_ex(
+                super::rt::gemm_strided_batched_ex(
                     *blas.handle(),
                     op_of(ob),
                     op_of(oa),

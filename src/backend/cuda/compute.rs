@@ -12,11 +12,11 @@ use super::copy::{cast, same_device};
 use super::error::driver;
 use super::kernels::{BinaryOp, CompareOp, Kernel, ReduceOp, Supports, UnaryOp};
 use super::launch::{elementwise_config, kernel_layouts, rows_config};
+use super::rt::PushKernelArg;
 use super::storage::CudaBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;
-use cudarc::driver::PushKernelArg;
 
 fn unsupported(op: &'static str, what: &str, dtype: DType) -> Error {
     Error::new(

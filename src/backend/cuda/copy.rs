@@ -6,11 +6,11 @@
 use super::error::{device_error, driver};
 use super::kernels::Kernel;
 use super::launch::{elementwise_config, kernel_layouts, scalar_bits};
+use super::rt::PushKernelArg;
 use super::storage::CudaBuffer;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::layout::{Layout, contiguous_strides};
-use cudarc::driver::PushKernelArg;
 
 /// Fails unless both buffers are on one device.
 pub(crate) fn same_device(op: &'static str, a: &CudaBuffer, b: &CudaBuffer) -> Result<()> {

@@ -11,13 +11,16 @@
 
 use super::error::{device_error, driver, panic_message};
 use super::kernels::Kernel;
-use super::nvrtc::{self, Image, Target};
+#[cfg(not(feature = "cuda-emu"))]
+use super::nvrtc::Image;
+use super::nvrtc::{self, Target};
+use super::rt::{CudaBlas, CudaContext, CudaFunction, CudaStream};
 use crate::backend::device::Device;
 use crate::error::Result;
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
-use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+#[cfg(not(feature = "cuda-emu"))]
+use std::panic::AssertUnwindSafe;
+use std::panic::catch_unwind;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The number of CUDA devices, or why there are none usable. Determined once per process.
@@ -27,8 +30,7 @@ pub(crate) fn driver_state() -> &'static Result<usize, String> {
 }
 
 fn init_driver() -> Result<usize, String> {
-    // SAFETY: only tries to `dlopen` the candidate library names.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    if !super::rt::driver_present() {
         return Err(
             "no CUDA driver found (libcuda.so could not be loaded; it comes with the NVIDIA \
              driver)"
@@ -80,11 +82,12 @@ pub(crate) struct CudaDevice {
     /// Compute capability as NVRTC numbers it (8.6 → 86).
     arch: u32,
     /// What NVRTC compiles for this device, decided on first compile.
+    #[cfg_attr(feature = "cuda-emu", allow(dead_code))]
     target: OnceLock<Result<Target, String>>,
     /// Compiled kernels by symbol name.
     functions: Mutex<HashMap<String, CudaFunction>>,
     /// The cuBLAS handle, created on first use (`blas.rs`).
-    pub(super) blas: Mutex<Option<Arc<cudarc::cublas::CudaBlas>>>,
+    pub(super) blas: Mutex<Option<Arc<CudaBlas>>>,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -154,14 +157,20 @@ impl CudaDevice {
             .map_err(|e| driver(op, self.device(), "making the context current", e))
     }
 
-    /// Waits for all work issued to the device; reports an error of earlier asynchronous work.
+    /// Waits for all work issued to the device; reports an error of earlier asynchronous work,
+    /// including one cudarc could only record (a failed free in a `Drop`).
     pub(crate) fn synchronize(&self, op: &'static str) -> Result<()> {
+        let what = "waiting for the device";
         self.stream
             .synchronize()
-            .map_err(|e| driver(op, self.device(), "waiting for the device", e))
+            .map_err(|e| driver(op, self.device(), what, e))?;
+        self.ctx
+            .check_err()
+            .map_err(|e| driver(op, self.device(), what, e))
     }
 
     /// What NVRTC compiles for this device.
+    #[cfg_attr(feature = "cuda-emu", allow(dead_code))]
     fn target(&self, op: &'static str) -> Result<Target> {
         self.target
             .get_or_init(|| {
@@ -188,20 +197,34 @@ impl CudaDevice {
         if let Some(f) = functions.get(&kernel.name) {
             return Ok(f.clone());
         }
+        let f = self.load(op, kernel)?;
+        functions.insert(kernel.name.clone(), f.clone());
+        Ok(f)
+    }
+
+    /// Compiles `kernel` with NVRTC for this device and loads it.
+    #[cfg(not(feature = "cuda-emu"))]
+    fn load(&self, op: &'static str, kernel: &Kernel) -> Result<CudaFunction> {
         let target = self.target(op)?;
         let image = nvrtc::compile(op, &kernel.program(), kernel.source.file_name(), target)?;
         let ptx = match image {
-            Image::Cubin(bytes) => Ptx::from_binary(bytes),
-            Image::Ptx(text) => Ptx::from_src(text),
+            Image::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
+            Image::Ptx(text) => cudarc::nvrtc::Ptx::from_src(text),
         };
         let what = format!("loading kernel {}", kernel.name);
         let module = catch_unwind(AssertUnwindSafe(|| self.ctx.load_module(ptx)))
             .map_err(|p| device_error(op, format!("{what} failed: {}", panic_message(&*p))))?
             .map_err(|e| driver(op, self.device(), &what, e))?;
-        let f = module
+        module
             .load_function(&kernel.name)
-            .map_err(|e| driver(op, self.device(), &what, e))?;
-        functions.insert(kernel.name.clone(), f.clone());
-        Ok(f)
+            .map_err(|e| driver(op, self.device(), &what, e))
+    }
+
+    /// The emulator's build of `kernel` (its whole source file, compiled once per process
+    /// with the host C++ compiler).
+    #[cfg(feature = "cuda-emu")]
+    fn load(&self, op: &'static str, kernel: &Kernel) -> Result<CudaFunction> {
+        super::emu::function(kernel)
+            .map_err(|m| device_error(op, format!("{} (emulated): {m}", self.device())))
     }
 }

@@ -8,6 +8,8 @@ use cudarc::cublas::result::CublasError;
 use cudarc::driver::DriverError;
 use cudarc::driver::sys::CUresult;
 use cudarc::nvrtc::result::NvrtcError;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 
 /// A [`ErrorKind::Device`] error.
 pub(crate) fn device_error(op: &'static str, message: impl Into<String>) -> Error {
@@ -36,11 +38,66 @@ pub(crate) fn driver(op: &'static str, device: Device, what: &str, e: DriverErro
                  use an NVRTC no newer than it"
             ),
         ),
+        code if corrupts_context(code) => {
+            let this = format!("`{op}` ({what}) failed with {code:?}{}", emulator_detail());
+            let first = first_fault(device, &this);
+            let message = if first == this {
+                format!("{this}; {device} is unusable from now on, as after any kernel fault")
+            } else {
+                format!(
+                    "{what} on {device} failed ({code:?}): the device has been unusable since \
+                     {first}"
+                )
+            };
+            device_error(op, message)
+        }
         code => device_error(op, format!("{what} on {device} failed ({code:?})")),
     }
 }
 
+/// The errors after which CUDA refuses all further work of the context (a kernel fault): the
+/// driver's documentation says the process must be restarted to use the device again.
+fn corrupts_context(code: CUresult) -> bool {
+    use CUresult::*;
+    matches!(
+        code,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+    )
+}
+
+/// The first kernel fault on `device`, recording `this` if there was none: every later error
+/// names the op that broke the device, not just the one that noticed.
+fn first_fault(device: Device, this: &str) -> String {
+    static FAULTS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+    FAULTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(device.to_string())
+        .or_insert_with(|| this.to_string())
+        .clone()
+}
+
+/// The emulator's words for the latest failure of device work (which kernel, what it did),
+/// appended to a kernel fault; nothing on a real device.
+fn emulator_detail() -> String {
+    #[cfg(feature = "cuda-emu")]
+    if let Some(m) = super::emu::last_failure() {
+        return format!(": {m}");
+    }
+    String::new()
+}
+
 /// An NVRTC failure while doing `what`.
+#[cfg_attr(feature = "cuda-emu", allow(dead_code))]
 pub(crate) fn nvrtc(op: &'static str, what: &str, e: NvrtcError) -> Error {
     device_error(op, format!("NVRTC failed while {what} ({:?})", e.0))
 }
@@ -91,13 +148,15 @@ mod tests {
         );
         let e = driver(
             "fill_",
-            Device::Cuda(0),
+            Device::Cuda(9), // no other test's device: this records its first fault
             "launching nt_fill_f32",
             DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED),
         );
-        assert_eq!(
-            e.message(),
-            "launching nt_fill_f32 on cuda:0 failed (CUDA_ERROR_LAUNCH_FAILED)"
+        assert!(
+            e.message().starts_with(
+                "`fill_` (launching nt_fill_f32) failed with CUDA_ERROR_LAUNCH_FAILED"
+            ),
+            "{e}"
         );
         let e = driver(
             "cuda",
@@ -135,5 +194,46 @@ mod tests {
         assert_eq!(panic_message(&*p), "Unable to load libcuda");
         let p = std::panic::catch_unwind(|| panic!("static")).unwrap_err();
         assert_eq!(panic_message(&*p), "static");
+    }
+
+    #[test]
+    fn after_a_kernel_fault_every_error_names_the_op_that_caused_it() {
+        // cuda:7 is used by no other test: the record of its first fault is this test's.
+        let dev = Device::Cuda(7);
+        let fault = DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+        let first = driver("exp", dev, "launching nt_unary_exp_f32", fault);
+        assert!(
+            first.message().starts_with(
+                "`exp` (launching nt_unary_exp_f32) failed with CUDA_ERROR_ILLEGAL_ADDRESS"
+            ) && first.message().contains("cuda:7 is unusable from now on"),
+            "{first}"
+        );
+        let later = driver("sum", dev, "waiting for the device", fault);
+        assert_eq!(later.op(), "sum");
+        assert!(
+            later.message().starts_with(
+                "waiting for the device on cuda:7 failed (CUDA_ERROR_ILLEGAL_ADDRESS): the \
+                 device has been unusable since `exp` (launching nt_unary_exp_f32) failed"
+            ),
+            "{later}"
+        );
+        // Errors that leave the context usable are not recorded as its fault.
+        let oom = driver(
+            "zeros",
+            Device::Cuda(8),
+            "allocating",
+            DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+        );
+        assert!(oom.message().starts_with("out of device memory"), "{oom}");
+        let bad = driver(
+            "add",
+            Device::Cuda(8),
+            "launching",
+            DriverError(CUresult::CUDA_ERROR_INVALID_VALUE),
+        );
+        assert_eq!(
+            bad.message(),
+            "launching on cuda:8 failed (CUDA_ERROR_INVALID_VALUE)"
+        );
     }
 }

@@ -228,6 +228,7 @@ impl Kernel {
     }
 
     /// The program NVRTC compiles for this kernel alone.
+    #[cfg_attr(feature = "cuda-emu", allow(dead_code))]
     pub(crate) fn program(&self) -> String {
         program(self.source, std::slice::from_ref(self))
     }
@@ -249,8 +250,8 @@ pub(crate) fn program(source: Source, kernels: &[Kernel]) -> String {
 }
 
 /// Every kernel the backend can ask for, grouped by nothing in particular (tests compile them
-/// all, one program per source file).
-#[cfg(test)]
+/// all, one program per source file; the emulator builds each source with all of its own).
+#[cfg(any(test, feature = "cuda-emu"))]
 pub(crate) fn all_kernels() -> Vec<Kernel> {
     let mut all = Vec::new();
     for &s in &DType::ALL {

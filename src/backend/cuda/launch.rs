@@ -1,9 +1,9 @@
 //! Host-side launch preparation: layouts packed for the kernels, grid sizes, scalar arguments.
 //! Pure functions, unit-tested without a GPU.
 
+use super::rt::{DeviceRepr, LaunchConfig};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 /// The most dims a kernel layout holds after coalescing (`NT_MAX_DIMS` in `common.cuh`).
 pub(crate) const MAX_DIMS: usize = 16;

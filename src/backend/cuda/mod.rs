@@ -13,7 +13,9 @@
 //! | `compute.rs` | unary, binary, comparison, reduction and softmax kernels |
 //! | `blas.rs` | matrix products through cuBLAS |
 //! | `kernels/select.cu` (via `compute.rs`) | `where`/`masked_fill`/`tril` select, `index_select`/`gather` reads and their adjoint `scatter_add` (indices range-checked on the device before launch; one thread per lane, no atomics), `cumsum`/`cumprod` scans (one thread per lane) |
-//! | `error.rs` | driver/NVRTC/cuBLAS codes as [`ErrorKind::Device`](crate::ErrorKind) errors |
+//! | `error.rs` | driver/NVRTC/cuBLAS codes as [`ErrorKind::Device`](crate::ErrorKind) errors; the first kernel fault of a device, named by every later error |
+//! | `rt.rs` | the seam: every runtime item (context, stream, memory, cuBLAS) from cudarc or from the emulator |
+//! | `emu/` | (feature `cuda-emu`) the CPU emulator of that runtime, which runs the kernels as host C++ |
 //!
 //! What a machine needs at run time: the NVIDIA driver (`libcuda.so`) for any CUDA tensor,
 //! NVRTC (`libnvrtc.so.12`, from a CUDA 12 toolkit or `pip install nvidia-cuda-nvrtc-cu12`)
@@ -37,16 +39,25 @@
 //! `cargo test --features cuda --lib nvrtc` compiles every kernel for sm_80 and sm_90 and checks
 //! the sources; without it that test skips too. The f16/bf16 conversions of the kernels are
 //! also compiled for the host with `c++` and compared with the `half` crate bit for bit.
+//!
+//! Without a GPU, `--features cuda-emu` instead of `--features cuda` runs every CUDA test on
+//! an emulated `cuda:0` (see `emu/mod.rs`): the same host code and kernels, executed on the
+//! CPU, compared with the CPU backend.
 
 pub(crate) mod backend;
 pub(crate) mod blas;
 pub(crate) mod compute;
 pub(crate) mod copy;
 pub(crate) mod device;
+#[cfg(feature = "cuda-emu")]
+mod emu;
 mod error;
 pub(crate) mod kernels;
 mod launch;
+// The emulator compiles kernels with the host compiler; NVRTC stays for its compile tests.
+#[cfg_attr(feature = "cuda-emu", allow(dead_code))]
 mod nvrtc;
+mod rt;
 pub(crate) mod storage;
 #[cfg(test)]
 mod tests;

@@ -8,10 +8,10 @@
 
 use super::device::CudaDevice;
 use super::error::driver;
+use super::rt::CudaSlice;
 use crate::backend::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use cudarc::driver::CudaSlice;
 use std::sync::Arc;
 
 /// Elements of one dtype in device memory.
