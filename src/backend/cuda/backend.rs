@@ -19,6 +19,7 @@
 //! primary context current on the calling thread first (`device.rs`).
 
 use super::copy;
+use super::device::CudaDevice;
 use super::kernels::Supports;
 use super::{CudaBuffer, blas, compute};
 use crate::backend::Backend;
@@ -27,6 +28,7 @@ use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constan
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;
+use std::sync::Arc;
 
 /// The CUDA devices' backend.
 pub(crate) struct Cuda;
@@ -103,17 +105,38 @@ pub(crate) fn scalar_buf(
 ) -> Result<CudaBuffer> {
     let dev = like.cuda_device();
     match dtype {
-        DType::Bool => CudaBuffer::from_host(op, dev, &[bool::from_f64(v)]),
-        DType::U8 => CudaBuffer::from_host(op, dev, &[u8::from_f64(v)]),
-        DType::I8 => CudaBuffer::from_host(op, dev, &[i8::from_f64(v)]),
-        DType::I16 => CudaBuffer::from_host(op, dev, &[i16::from_f64(v)]),
-        DType::I32 => CudaBuffer::from_host(op, dev, &[i32::from_f64(v)]),
-        DType::I64 => CudaBuffer::from_host(op, dev, &[i64::from_f64(v)]),
-        DType::F16 => CudaBuffer::from_host(op, dev, &[half::f16::from_f64(v)]),
-        DType::BF16 => CudaBuffer::from_host(op, dev, &[half::bf16::from_f64(v)]),
-        DType::F32 => CudaBuffer::from_host(op, dev, &[v as f32]),
-        DType::F64 => CudaBuffer::from_host(op, dev, &[v]),
+        DType::Bool => scalar_on(op, dev, bool::from_f64(v)),
+        DType::U8 => scalar_on(op, dev, u8::from_f64(v)),
+        DType::I8 => scalar_on(op, dev, i8::from_f64(v)),
+        DType::I16 => scalar_on(op, dev, i16::from_f64(v)),
+        DType::I32 => scalar_on(op, dev, i32::from_f64(v)),
+        DType::I64 => scalar_on(op, dev, i64::from_f64(v)),
+        DType::F16 => scalar_on(op, dev, half::f16::from_f64(v)),
+        DType::BF16 => scalar_on(op, dev, half::bf16::from_f64(v)),
+        DType::F32 => scalar_on(op, dev, v as f32),
+        DType::F64 => scalar_on(op, dev, v),
     }
+}
+
+/// A one-element buffer holding `value`, written by the fill kernel (the value travels as a
+/// launch argument: no host-to-device copy, nothing waits for the device).
+fn scalar_on<E: Element>(op: &'static str, dev: &Arc<CudaDevice>, value: E) -> Result<CudaBuffer> {
+    full_on(op, dev, 1, value)
+}
+
+/// `len` copies of `value` on `dev`.
+fn full_on<E: Element>(
+    op: &'static str,
+    dev: &Arc<CudaDevice>,
+    len: usize,
+    value: E,
+) -> Result<CudaBuffer> {
+    if super::is_all_zero_bits(value) {
+        return CudaBuffer::zeros(op, dev, E::DTYPE, len);
+    }
+    let mut b = CudaBuffer::alloc(op, dev, E::DTYPE, len)?;
+    copy::fill(op, &mut b, &Layout::contiguous(&[len])?, value)?;
+    Ok(b)
 }
 
 /// The layout of a one-element buffer broadcast to `shape`.
@@ -293,13 +316,7 @@ impl Backend for Cuda {
         len: usize,
         value: E,
     ) -> Result<CudaBuffer> {
-        let dev = super::device::get(op, ordinal(device))?;
-        if super::is_all_zero_bits(value) {
-            return CudaBuffer::zeros(op, &dev, E::DTYPE, len);
-        }
-        let mut b = CudaBuffer::alloc(op, &dev, E::DTYPE, len)?;
-        copy::fill(op, &mut b, &Layout::contiguous(&[len])?, value)?;
-        Ok(b)
+        full_on(op, &super::device::get(op, ordinal(device))?, len, value)
     }
 
     fn to_host<E: Element>(op: &'static str, src: &CudaBuffer, layout: &Layout) -> Result<Vec<E>> {
@@ -448,7 +465,7 @@ impl Backend for Cuda {
         mask_layout: &Layout,
         value: E,
     ) -> Result<()> {
-        let v = CudaBuffer::from_host(op, buf.cuda_device(), &[value])?;
+        let v = scalar_on(op, buf.cuda_device(), value)?;
         let lv = scalar_layout(dst.sizes())?;
         let r = compute::where_(op, mask, mask_layout, &v, &lv, buf, dst)?;
         write_back(op, buf, dst, &r)

@@ -196,7 +196,8 @@ impl CudaBuffer {
         Ok(out)
     }
 
-    /// Overwrites elements `start..start + data.len()` with `data` (waits for the copy).
+    /// Overwrites elements `start..start + data.len()` with `data`, in stream order (`data`
+    /// may be reused as soon as this returns).
     pub(crate) fn write<E: Element>(
         &mut self,
         op: &'static str,
@@ -209,6 +210,9 @@ impl CudaBuffer {
         let range = self.byte_range::<E>(start, data.len());
         let device = Arc::clone(&self.device);
         let mut view = self.data.slice_mut(range);
+        // No synchronisation: from pageable host memory (all of ours) the driver has copied
+        // `data` into its staging memory when the call returns ("API synchronization
+        // behavior" in NVIDIA's driver API reference), so the caller may drop or reuse it.
         device
             .stream()
             .memcpy_htod(bytes_of(data), &mut view)
@@ -219,9 +223,7 @@ impl CudaBuffer {
                     &format!("copying {} elements to the device", data.len()),
                     e,
                 )
-            })?;
-        // Conservative: the host data is not touched after this returns.
-        device.synchronize(op)
+            })
     }
 }
 

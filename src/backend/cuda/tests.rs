@@ -5,9 +5,7 @@
 
 use super::compute::{binary, compare, reduce, softmax, unary};
 use super::device::{self, CudaDevice};
-use super::kernels::{
-    self, BinaryOp, COMMON, CompareOp, Kernel, ReduceOp, Source, UnaryOp, all_kernels,
-};
+use super::kernels::{self, BinaryOp, CompareOp, Kernel, ReduceOp, Source, UnaryOp, all_kernels};
 use super::nvrtc::{self, Image, Target};
 use super::storage::CudaBuffer;
 use crate::dtype::{DType, Element};
@@ -150,7 +148,10 @@ fn nvrtc_compile_errors_carry_the_log() {
     if !nvrtc_or_skip() {
         return;
     }
-    let text = format!("{COMMON}\nextern \"C\" __global__ void broken() {{ undefined_name(); }}\n");
+    let text = format!(
+        "{}\nextern \"C\" __global__ void broken() {{ undefined_name(); }}\n",
+        kernels::common()
+    );
     let e = nvrtc::compile("contiguous", &text, "broken.cu", Target::Cubin(80)).unwrap_err();
     assert_eq!(e.kind(), crate::ErrorKind::Device);
     assert!(
@@ -766,7 +767,7 @@ fn host_build(tag: &str, harness: &str) -> Option<(std::path::PathBuf, std::path
     }
     let dir = std::env::temp_dir().join(format!("namedtensor-cuda-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("common.cuh"), COMMON).unwrap();
+    std::fs::write(dir.join("common.cuh"), kernels::common()).unwrap();
     for source in Source::ALL {
         std::fs::write(dir.join(source.file_name()), source.text()).unwrap();
     }
@@ -848,15 +849,18 @@ fn kernel_index_math_and_ops_compiled_for_the_host_match_rust() {
     let mut want: Vec<i64> = Vec::new();
     for l in &views {
         let [k] = kernel_layouts("test", l.sizes(), [l.strides()], [l.offset()]).unwrap();
-        // SAFETY: `KernelLayout` is `repr(C)` plain data without padding.
-        bytes.extend_from_slice(unsafe {
-            std::slice::from_raw_parts(
-                &k as *const KernelLayout as *const u8,
-                std::mem::size_of::<KernelLayout>(),
-            )
-        });
-        bytes.extend_from_slice(&(l.numel() as u64).to_le_bytes());
-        want.extend(reference_positions(l));
+        // Both index paths: 32-bit (what these small layouts get) and 64-bit.
+        for k in [k, k.with_64_bit_indices()] {
+            // SAFETY: `KernelLayout` is `repr(C)` plain data without padding.
+            bytes.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(
+                    &k as *const KernelLayout as *const u8,
+                    std::mem::size_of::<KernelLayout>(),
+                )
+            });
+            bytes.extend_from_slice(&(l.numel() as u64).to_le_bytes());
+            want.extend(reference_positions(l));
+        }
     }
     std::fs::write(dir.join("layouts.bin"), &bytes).unwrap();
     let xs: Vec<i64> = vec![
@@ -1127,4 +1131,42 @@ fn gpu_bad_ordinal_and_mixed_devices_are_errors() {
     let e = device::get("test", n).unwrap_err();
     assert_eq!(e.kind(), crate::ErrorKind::Device);
     assert!(e.message().contains("does not exist"), "{e}");
+}
+
+/// Scalar operands (masked_fill's value, a triangle's zero, isinf's infinity) and uploads are
+/// issued without waiting for the device; only reading on the host waits. Counted on the
+/// emulator, which records every wait of the calling thread.
+#[cfg(feature = "cuda-emu")]
+#[test]
+fn scalar_operands_and_uploads_do_not_wait_for_the_device() {
+    use crate::{Device, DynTensor};
+    let x = DynTensor::<f32>::from_vec(vec![1.0, -2.0, f32::INFINITY, 4.0, 5.0, -6.0], &[2, 3]);
+    let mask = DynTensor::from_vec(vec![true, false, false, false, true, false], &[2, 3]);
+    let before = super::emu::waits_on_this_thread();
+    let g = x.to_device(Device::Cuda(0)).unwrap();
+    let m = mask.to_device(Device::Cuda(0)).unwrap();
+    let filled = g.masked_fill(&m, 9.0);
+    let lower = g.tril(0);
+    let inf = g.isinf();
+    let finite = g.isfinite();
+    let inplace = x.to_device(Device::Cuda(0)).unwrap();
+    inplace.masked_fill_(&m, -1.0);
+    assert_eq!(
+        super::emu::waits_on_this_thread(),
+        before,
+        "an upload or a scalar operand waited for the device"
+    );
+    assert_eq!(filled.to_vec(), [9.0, -2.0, f32::INFINITY, 4.0, 9.0, -6.0]);
+    assert_eq!(
+        super::emu::waits_on_this_thread(),
+        before + 2,
+        "a read waits (copy + sync)"
+    );
+    assert_eq!(lower.to_vec(), [1.0, 0.0, 0.0, 4.0, 5.0, 0.0]);
+    assert_eq!(inf.to_vec(), [false, false, true, false, false, false]);
+    assert_eq!(finite.to_vec(), [true, true, false, true, true, true]);
+    assert_eq!(
+        inplace.to_vec(),
+        [-1.0, -2.0, f32::INFINITY, 4.0, -1.0, -6.0]
+    );
 }

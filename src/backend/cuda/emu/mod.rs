@@ -36,4 +36,6 @@ mod tests;
 pub(crate) use cublas::{CudaBlas, gemm_strided_batched_ex, is_present as cublas_present};
 pub(crate) use kernel_build::function;
 pub(crate) use memory::{CudaSlice, DevicePtr, DevicePtrMut};
+#[cfg(test)]
+pub(crate) use stream::waits_on_this_thread;
 pub(crate) use stream::{CudaContext, CudaFunction, CudaStream, last_failure};

@@ -44,6 +44,22 @@ pub(crate) fn last_failure() -> Option<String> {
 
 static LAST_FAILURE: Mutex<Option<String>> = Mutex::new(None);
 
+thread_local! {
+    /// How often this thread waited for a stream (a synchronisation or a copy to the host).
+    static WAITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How often the calling thread has waited for a stream: tests use it to prove that an
+/// operation issues work without waiting.
+#[cfg(test)]
+pub(crate) fn waits_on_this_thread() -> u64 {
+    WAITS.with(|w| w.get())
+}
+
+fn count_wait() {
+    WAITS.with(|w| w.set(w.get() + 1));
+}
+
 /// The emulated device context (one per `CudaContext::new` call).
 pub(crate) struct CudaContext {
     ordinal: usize,
@@ -197,6 +213,7 @@ impl CudaStream {
 
     /// Waits for (runs) all issued work.
     pub(crate) fn synchronize(&self) -> Result<(), DriverError> {
+        count_wait();
         self.drain(&mut self.lock())
     }
 
@@ -288,6 +305,7 @@ impl CudaStream {
         if src.len != dst.len() {
             return Err(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
         }
+        count_wait();
         let mut q = self.lock();
         self.drain(&mut q)?;
         // SAFETY: the view's memory is live (borrowed from its slice) and no work is pending.
