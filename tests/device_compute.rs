@@ -137,6 +137,18 @@ device_tests! {
         assert_eq!(p.logical_or(&q).to_vec(), vec![true, true, true, false]);
         assert_eq!(p.logical_xor(&q).to_vec(), vec![false, true, true, false]);
         assert_eq!(q.logical_not().to_vec(), vec![false, false, true, true]);
+        // bool arithmetic stays bool (+ and maximum are or, * and minimum are and), also
+        // through a broadcast, transposed operand
+        let r = on(dev, &DynTensor::from_vec(vec![false, true, true, true], &[2, 2])).t();
+        let p2 = p.view(&[2, 2]);
+        let (or, and) = (vec![true, true, true, true], vec![false, false, true, false]);
+        assert_eq!(p2.add(&r).to_vec(), or);
+        assert_eq!(p2.maximum(&r).to_vec(), or);
+        assert_eq!(p2.mul(&r).to_vec(), and);
+        assert_eq!(p2.minimum(&r).to_vec(), and);
+        let col = on(dev, &DynTensor::from_vec(vec![false, true], &[2, 1]));
+        assert_eq!(p2.add(&col).to_vec(), vec![true, false, true, true]);
+        assert_eq!(p2.mul(&col).to_vec(), vec![false, false, true, false]);
     }
 
     fn reductions_over_dims_with_keepdim(dev: Device) {

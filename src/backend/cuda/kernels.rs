@@ -7,6 +7,7 @@
 //! kernels a program uses are ever compiled. The element types are spelled by
 //! [`type_name`] on both sides (`f32`, `bf16`, `bool`, …).
 
+use super::launch;
 pub(crate) use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::dtype::DType;
 
@@ -234,10 +235,24 @@ impl Kernel {
     }
 }
 
+/// `common.cuh` after the constants the host and the kernels share, defined from the host's
+/// values: the most dims of a kernel layout and the block size of the row kernels.
+pub(crate) fn common() -> String {
+    format!(
+        "#define NT_MAX_DIMS {}\n#define NT_REDUCE_THREADS {}\n#define NT_LAYOUT_CONTIGUOUS {}u\n\
+         #define NT_LAYOUT_INDEX32 {}u\n{COMMON}",
+        launch::MAX_DIMS,
+        launch::ROW_BLOCK,
+        launch::KernelLayout::CONTIGUOUS,
+        launch::KernelLayout::INDEX32,
+    )
+}
+
 /// The program text instantiating `kernels`, which must all be defined in `source`.
 pub(crate) fn program(source: Source, kernels: &[Kernel]) -> String {
-    let mut text = String::with_capacity(COMMON.len() + source.text().len() + 64 * kernels.len());
-    text.push_str(COMMON);
+    let common = common();
+    let mut text = String::with_capacity(common.len() + source.text().len() + 64 * kernels.len());
+    text.push_str(&common);
     text.push('\n');
     text.push_str(source.text());
     text.push('\n');
@@ -368,6 +383,37 @@ mod tests {
         for &d in &DType::ALL {
             assert!(COMMON.contains(&format!("nt_t_{};", type_name(d))));
         }
+    }
+
+    #[test]
+    fn constants_shared_with_the_kernels_are_defined_once_by_the_host() {
+        // common.cuh only checks that they are there; every program defines them first from
+        // the launch constants, so host and kernels cannot disagree.
+        for name in [
+            "NT_MAX_DIMS",
+            "NT_REDUCE_THREADS",
+            "NT_LAYOUT_CONTIGUOUS",
+            "NT_LAYOUT_INDEX32",
+        ] {
+            assert!(
+                !COMMON.contains(&format!("#define {name}")),
+                "{name} in common.cuh"
+            );
+            assert!(
+                COMMON.contains(&format!("#ifndef {name}")),
+                "{name} unchecked"
+            );
+        }
+        let text = program(Source::Reduce, &[]);
+        assert!(text.starts_with(&format!(
+            "#define NT_MAX_DIMS {}\n#define NT_REDUCE_THREADS {}\n",
+            launch::MAX_DIMS,
+            launch::ROW_BLOCK
+        )));
+        assert!(
+            launch::ROW_BLOCK.is_power_of_two(),
+            "nt_block_reduce halves the block"
+        );
     }
 
     #[test]

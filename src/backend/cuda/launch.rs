@@ -5,13 +5,15 @@ use super::rt::{DeviceRepr, LaunchConfig};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 
-/// The most dims a kernel layout holds after coalescing (`NT_MAX_DIMS` in `common.cuh`).
+/// The most dims a kernel layout holds after coalescing; every kernel program defines
+/// `NT_MAX_DIMS` from it (`kernels::common`).
 pub(crate) const MAX_DIMS: usize = 16;
 
 /// Threads per block of elementwise kernels.
 pub(crate) const BLOCK: u32 = 256;
 
-/// Threads per block of the row kernels (`NT_REDUCE_THREADS` in `common.cuh`).
+/// Threads per block of the row kernels; every kernel program defines `NT_REDUCE_THREADS`
+/// from it (`kernels::common`).
 pub(crate) const ROW_BLOCK: u32 = 256;
 
 /// The most blocks launched; grid-stride loops cover the rest (the hardware limit is 2^31 - 1).
@@ -26,8 +28,8 @@ pub(crate) struct KernelLayout {
     strides: [u64; MAX_DIMS],
     offset: u64,
     rank: u32,
-    /// 1 when element `i` is at `offset + i` (the kernel skips the index arithmetic).
-    contiguous: u32,
+    /// [`KernelLayout::CONTIGUOUS`] and [`KernelLayout::INDEX32`], or'ed.
+    flags: u32,
 }
 
 // SAFETY: `KernelLayout` is `repr(C)` plain data whose field order, types and padding (none:
@@ -35,6 +37,12 @@ pub(crate) struct KernelLayout {
 unsafe impl DeviceRepr for KernelLayout {}
 
 impl KernelLayout {
+    /// Flag: element `i` is at `offset + i` (the kernel skips the index arithmetic).
+    pub(crate) const CONTIGUOUS: u32 = 1;
+    /// Flag: the element count fits 32 bits, so every linear index and size does and the
+    /// kernel divides in 32 bits (several times cheaper than 64-bit division on a GPU).
+    pub(crate) const INDEX32: u32 = 2;
+
     /// Packs sizes, strides and offset; fails beyond [`MAX_DIMS`] dims.
     pub(crate) fn new(
         op: &'static str,
@@ -59,7 +67,7 @@ impl KernelLayout {
             strides: [0; MAX_DIMS],
             offset: offset as u64,
             rank: sizes.len() as u32,
-            contiguous: 0,
+            flags: 0,
         };
         for (d, (&size, &stride)) in sizes.iter().zip(strides).enumerate() {
             l.sizes[d] = size as u64;
@@ -70,14 +78,30 @@ impl KernelLayout {
             1 => strides[0] == 1,
             _ => false,
         };
-        l.contiguous = contiguous as u32;
+        let numel = sizes.iter().try_fold(1u64, |n, &s| n.checked_mul(s as u64));
+        let index32 = numel.is_some_and(|n| n <= u32::MAX as u64);
+        l.flags =
+            if contiguous { Self::CONTIGUOUS } else { 0 } | if index32 { Self::INDEX32 } else { 0 };
         Ok(l)
+    }
+
+    /// Whether the kernel skips the index arithmetic.
+    #[cfg(test)]
+    pub(crate) fn is_contiguous(&self) -> bool {
+        self.flags & Self::CONTIGUOUS != 0
+    }
+
+    /// This layout with the 32-bit index path turned off, so tests can compare both paths.
+    #[cfg(test)]
+    pub(crate) fn with_64_bit_indices(mut self) -> KernelLayout {
+        self.flags &= !Self::INDEX32;
+        self
     }
 
     /// The storage position of linear index `i`, computed as the kernels do.
     #[cfg(test)]
     pub(crate) fn position(&self, mut i: u64) -> u64 {
-        if self.contiguous == 1 {
+        if self.is_contiguous() {
             return self.offset + i;
         }
         let mut pos = self.offset;
@@ -213,6 +237,21 @@ mod tests {
     }
 
     #[test]
+    fn the_32_bit_index_path_is_taken_exactly_when_the_element_count_fits() {
+        let flags = |sizes: &[usize]| {
+            let strides = vec![3; sizes.len()];
+            KernelLayout::new("test", sizes, &strides, 0).unwrap().flags
+        };
+        assert_eq!(flags(&[3, 4]), KernelLayout::INDEX32);
+        assert_eq!(flags(&[65535, 65537]), KernelLayout::INDEX32); // 2^32 - 1 elements
+        assert_eq!(flags(&[65536, 65536]), 0); // 2^32
+        assert_eq!(flags(&[1 << 20, 1 << 20, 1 << 30]), 0); // a broadcast view past 2^64
+        assert_eq!(flags(&[]), KernelLayout::CONTIGUOUS | KernelLayout::INDEX32);
+        let k = KernelLayout::new("test", &[7], &[1], 2).unwrap();
+        assert_eq!(k.with_64_bit_indices().flags, KernelLayout::CONTIGUOUS);
+    }
+
+    #[test]
     fn coalescing_merges_jointly_contiguous_dims_only() {
         // dst contiguous [2, 3, 4]; src the same but with dim 0 transposed away
         let (sizes, [a, b]) = coalesce(&[2, 3, 4], [&[12, 4, 1], &[1, 2, 6]]);
@@ -225,12 +264,12 @@ mod tests {
         assert_eq!(sizes, vec![24]);
         assert_eq!((a, b), (vec![1], vec![2]));
         let [k] = kernel_layouts("t", &[5, 6], [&[6, 1]], [3]).unwrap();
-        assert_eq!((k.rank, k.contiguous, k.position(7)), (1, 1, 10));
+        assert_eq!((k.rank, k.is_contiguous(), k.position(7)), (1, true, 10));
         let [k] = kernel_layouts("t", &[5, 6], [&[1, 5]], [0]).unwrap();
-        assert_eq!(k.contiguous, 0);
+        assert!(!k.is_contiguous());
         // operands are merged independently: the contiguous one skips the index arithmetic
         let [c, t] = kernel_layouts("t", &[2, 3, 4], [&[12, 4, 1], &[1, 2, 6]], [0, 0]).unwrap();
-        assert_eq!((c.rank, c.contiguous, t.rank), (1, 1, 3));
+        assert_eq!((c.rank, c.is_contiguous(), t.rank), (1, true, 3));
         for i in 0..24 {
             assert_eq!(c.position(i), i);
         }
