@@ -577,3 +577,164 @@ device_tests! {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Random views: the device against the CPU on the same view chain.
+
+/// Applies the view op chosen by `seed` to both tensors (the CPU one and its copy on the
+/// device), keeping them the same view; what was done, for the failure message.
+fn random_view(
+    c: &DynTensor<f32>,
+    d: &DynTensor<f32>,
+    seed: u64,
+) -> (DynTensor<f32>, DynTensor<f32>, String) {
+    let shape = c.shape().to_vec();
+    let rank = shape.len();
+    let pick = |k: u32, n: usize| ((seed >> (8 * k)) % n.max(1) as u64) as usize;
+    let dim = pick(1, rank) as isize;
+    match (pick(0, 5), rank) {
+        (_, 0) => (c.shallow_clone(), d.shallow_clone(), "none".into()),
+        (0, _) => {
+            let mut order: Vec<isize> = (0..rank as isize).collect();
+            order.rotate_left(pick(2, rank));
+            if rank > 1 && pick(3, 2) == 1 {
+                order.swap(0, rank - 1);
+            }
+            (
+                c.permute(&order),
+                d.permute(&order),
+                format!("permute {order:?}"),
+            )
+        }
+        (1, _) => {
+            let size = shape[dim as usize];
+            let start = pick(2, size);
+            let len = pick(3, size - start + 1);
+            (
+                c.narrow(dim, start as isize, len),
+                d.narrow(dim, start as isize, len),
+                format!("narrow({dim}, {start}, {len})"),
+            )
+        }
+        (2, _) => (c.flip(&[dim]), d.flip(&[dim]), format!("flip {dim}")),
+        (3, _) if shape[dim as usize] > 0 => {
+            let i = pick(2, shape[dim as usize]) as isize;
+            // select, then put a size-1 dim back and broadcast it: a stride-0 view
+            let n = 1 + pick(3, 3) as isize;
+            let mut sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+            sizes[dim as usize] = n;
+            let f = |t: &DynTensor<f32>| t.select(dim, i).unsqueeze(dim).expand(&sizes);
+            (
+                f(c),
+                f(d),
+                format!("select({dim}, {i}) then expand {sizes:?}"),
+            )
+        }
+        _ => (
+            c.transpose(0, -1),
+            d.transpose(0, -1),
+            "transpose(0, -1)".into(),
+        ),
+    }
+}
+
+/// Equal shapes, and values within `tol` relative (NaN where NaN).
+fn close(
+    what: &str,
+    c: &DynTensor<f32>,
+    d: &DynTensor<f32>,
+    tol: f32,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    proptest::prop_assert_eq!(c.shape(), d.shape(), "{}: shapes", what);
+    proptest::prop_assert_eq!(d.device(), Device::Cuda(0), "{}: left the device", what);
+    for (i, (x, y)) in c.to_vec().into_iter().zip(d.to_vec()).enumerate() {
+        let ok =
+            (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= tol * x.abs().max(y.abs());
+        proptest::prop_assert!(
+            ok,
+            "{}: element {} is {} on the CPU, {} on the device",
+            what,
+            i,
+            x,
+            y
+        );
+    }
+    Ok(())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+    /// Random shapes (rank 1-4, sizes 0-5) and chains of up to four views (permute, narrow,
+    /// flip, a broadcast dim, transpose) on both devices; every op on the view agrees with the
+    /// CPU: bit for bit for data movement and exact arithmetic (the values are multiples of
+    /// 1/4, so sums are exact), within a few ulp for transcendental functions.
+    #[test]
+    fn ops_on_random_views_match_the_cpu(
+        shape in proptest::collection::vec(0usize..6, 1..5),
+        seeds in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..5),
+        other_seeds in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..3),
+        value_seed in proptest::prelude::any::<u64>(),
+    ) {
+        let Some(dev) = common::devices::available(Device::Cuda(0)) else { return Ok(()) };
+        let n: usize = shape.iter().product();
+        let vals = |salt: u64, n: usize| -> Vec<f32> {
+            (0..n as u64)
+                .map(|i| (((i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as f32 - 16.0) / 4.0)
+                .collect()
+        };
+        let base = DynTensor::from_vec(vals(value_seed, n), &shape);
+        let (mut c, mut d) = (base.shallow_clone(), on(dev, &base));
+        let mut chain = Vec::new();
+        for &s in &seeds {
+            let (c2, d2, what) = random_view(&c, &d, s);
+            (c, d) = (c2, d2);
+            chain.push(what);
+        }
+        let ctx = format!("{shape:?} then {chain:?}");
+        // A second operand broadcast against the first: its own base, size-1 dims expanded.
+        let oshape: Vec<usize> = c.shape().iter().enumerate()
+            .map(|(k, &s)| if (value_seed >> k) & 1 == 1 { 1 } else { s }).collect();
+        let obase = DynTensor::from_vec(vals(!value_seed, oshape.iter().product()), &oshape);
+        let (mut oc, mut od) = (obase.shallow_clone(), on(dev, &obase));
+        for &s in &other_seeds {
+            // only shape-preserving views: flip and permute-then-back
+            let dim = (s % oshape.len() as u64) as isize;
+            (oc, od) = (oc.flip(&[dim]), od.flip(&[dim]));
+        }
+        let full: Vec<isize> = c.shape().iter().map(|&s| s as isize).collect();
+        let (oc, od) = (oc.expand(&full), od.expand(&full));
+
+        close(&format!("contiguous of {ctx}"), &c.contiguous(), &d.contiguous(), 0.0)?;
+        close(&format!("neg of {ctx}"), &c.neg(), &d.neg(), 0.0)?;
+        close(&format!("abs of {ctx}"), &c.abs(), &d.abs(), 0.0)?;
+        close(&format!("relu of {ctx}"), &c.relu(), &d.relu(), 0.0)?;
+        close(&format!("exp of {ctx}"), &c.exp(), &d.exp(), 4e-7)?;
+        close(&format!("tanh of {ctx}"), &c.tanh(), &d.tanh(), 4e-7)?;
+        close(&format!("sigmoid of {ctx}"), &c.sigmoid(), &d.sigmoid(), 4e-7)?;
+        close(&format!("add with {ctx}"), &c.add(&oc), &d.add(&od), 0.0)?;
+        close(&format!("mul with {ctx}"), &c.mul(&oc), &d.mul(&od), 0.0)?;
+        close(&format!("maximum with {ctx}"), &c.maximum(&oc), &d.maximum(&od), 0.0)?;
+        close(&format!("where with {ctx}"), &c.where_(&c.gt(&oc), &oc), &d.where_(&d.gt(&od), &od), 0.0)?;
+        let rank = c.shape().len() as isize;
+        for dim in 0..rank {
+            close(&format!("sum_dim({dim}) of {ctx}"), &c.sum_dim(dim, false), &d.sum_dim(dim, false), 0.0)?;
+            close(&format!("cumsum({dim}) of {ctx}"), &c.cumsum(dim), &d.cumsum(dim), 0.0)?;
+            close(&format!("softmax({dim}) of {ctx}"), &c.softmax(dim), &d.softmax(dim), 2e-6)?;
+            if c.shape()[dim as usize] > 0 {
+                close(&format!("amax_dim({dim}) of {ctx}"), &c.amax_dim(dim, true), &d.amax_dim(dim, true), 0.0)?;
+            }
+        }
+        // Writes through the view reach the same base elements (expanded views are refused on
+        // both devices alike).
+        let (bc, bd) = (base.contiguous(), on(dev, &base));
+        let (mut vc, mut vd) = (bc.shallow_clone(), bd.shallow_clone());
+        for &s in &seeds {
+            let (c2, d2, _) = random_view(&vc, &vd, s);
+            (vc, vd) = (c2, d2);
+        }
+        let (rc, rd) = (vc.try_add_scalar_(1.0).is_ok(), vd.try_add_scalar_(1.0).is_ok());
+        proptest::prop_assert_eq!(rc, rd, "in-place add through {}: accepted on one device only", ctx);
+        close(&format!("base after an in-place add through {ctx}"), &bc, &bd, 0.0)?;
+    }
+}
