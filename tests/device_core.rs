@@ -138,6 +138,26 @@ device_tests! {
         let err = m.try_copy_(&on(dev, &DynTensor::<i32>::zeros(&[2]))).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
         assert_eq!(m.get(&[0, 1]), 3);
+        // in-place arithmetic reads an aliasing source as if it were copied first
+        let v = on(dev, &DynTensor::<i32>::arange(0, 6, 1));
+        v.narrow(0, 1, 5).add_(&v.narrow(0, 0, 5));
+        assert_eq!(v.to_vec(), vec![0, 1, 3, 5, 7, 9]);
+        let w = on(dev, &DynTensor::<i32>::arange(0, 9, 1).view(&[3, 3]));
+        w.mul_(&w.t()); // (3i + j) * (3j + i)
+        assert_eq!(w.to_vec(), vec![0, 3, 12, 3, 16, 35, 12, 35, 64]);
+        // a destination whose strides collide is refused on every device, nothing written:
+        // sliding windows, and [2, 2, 2] with strides [1, 2, 3] ((1, 1, 0) and (0, 0, 1)
+        // are both element 3)
+        let x = on(dev, &DynTensor::<f32>::arange(0.0, 5.0, 1.0));
+        let windows = x.as_strided(&[3, 3], &[1, 1], 0);
+        assert_eq!(windows.try_add_scalar_(1.0).unwrap_err().kind(), ErrorKind::OverlappingWrite);
+        let ones = on(dev, &DynTensor::<f32>::ones(&[3, 3]));
+        assert_eq!(windows.try_add_(&ones).unwrap_err().kind(), ErrorKind::OverlappingWrite);
+        assert_eq!(x.to_vec(), vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        let y = on(dev, &DynTensor::<i64>::zeros(&[8]));
+        let err = y.as_strided(&[2, 2, 2], &[1, 2, 3], 0).try_add_scalar_(1).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::OverlappingWrite);
+        assert_eq!(y.to_vec(), vec![0; 8]);
     }
 
     fn element_access_through_views(dev: Device) {
