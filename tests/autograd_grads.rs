@@ -188,7 +188,9 @@ proptest! {
             ("prod_all", &|x| x.prod_dims(&[], keepdim)),
             ("prod_two", &|x| x.prod_dims(&[0, -1], keepdim)),
             ("norm_3", &|x| x.norm_dims(3.0, &[d], keepdim)),
-            ("norm_1.5", &|x| x.norm_dims(1.5, &[0, -1], keepdim)),
+            // |x|^0.5 in the gradient is steep at 0: elements a few ε from 0 make central
+            // differences miss by 0.2% (CI found one), so keep |x| ≥ 1/4, both signs kept.
+            ("norm_1.5", &|x| (x + &(x.sign() * 0.25)).norm_dims(1.5, &[0, -1], keepdim)),
             // p < 1 away from 0, where |x|^(p-1) is steep
             ("norm_0.5", &|x| (x + 2.0).norm_dims(0.5, &[d], keepdim)),
             ("norm_-1.5", &|x| (x + 2.0).norm(-1.5)),
