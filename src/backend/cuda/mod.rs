@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `device.rs` | driver detection, a context per ordinal, the per-device kernel cache |
 //! | `nvrtc.rs` | run-time compilation of the kernels for the device's architecture |
+//! | `disk_cache.rs` | compiled kernels kept on disk, keyed by program, compiler and target |
 //! | `kernels.rs`, `kernels/*.cu` | the CUDA C sources and the kernels they define |
 //! | `launch.rs` | kernel layouts, launch configurations, scalar arguments |
 //! | `storage.rs` | the device allocation behind a [`Storage`](crate::Storage) |
@@ -49,6 +50,7 @@ pub(crate) mod blas;
 pub(crate) mod compute;
 pub(crate) mod copy;
 pub(crate) mod device;
+mod disk_cache;
 #[cfg(feature = "cuda-emu")]
 mod emu;
 mod error;

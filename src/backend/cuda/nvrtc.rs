@@ -9,6 +9,7 @@
 //! search path, i.e. `LD_LIBRARY_PATH`): it ships with the CUDA toolkit and also as the pip
 //! wheel `nvidia-cuda-nvrtc-cu12` (`…/site-packages/nvidia/cuda_nvrtc/lib`). It needs no GPU.
 
+use super::disk_cache;
 use super::error::{device_error, nvrtc as nvrtc_error};
 use crate::error::{Error, Result};
 use cudarc::nvrtc::{result, sys};
@@ -84,7 +85,6 @@ fn check_available(op: &'static str) -> Result<()> {
 }
 
 /// NVRTC's `(major, minor)` version.
-#[cfg(test)]
 pub(crate) fn version(op: &'static str) -> Result<(i32, i32)> {
     check_available(op)?;
     let (mut major, mut minor): (c_int, c_int) = (0, 0);
@@ -182,6 +182,46 @@ pub(crate) fn compile(op: &'static str, source: &str, name: &str, target: Target
             Ok(Image::Ptx(c_text(&ptx)))
         }
     }
+}
+
+/// [`compile`], through the disk cache in `cache` (`None`: no cache; see `disk_cache.rs`):
+/// an image compiled before for the same text, name, target and NVRTC version is read back
+/// instead of compiled. The cache never makes a compile fail.
+pub(crate) fn compile_cached(
+    op: &'static str,
+    source: &str,
+    name: &str,
+    target: Target,
+    cache: Option<&std::path::Path>,
+) -> Result<Image> {
+    let Some(dir) = cache else {
+        return compile(op, source, name, target);
+    };
+    let (major, minor) = version(op)?;
+    let ext = match target {
+        Target::Cubin(_) => "cubin",
+        Target::Ptx(_) => "ptx",
+    };
+    let nvrtc = format!("nvrtc {major}.{minor}");
+    let path = disk_cache::entry(dir, name, &[source, name, &target.option(), &nvrtc], ext);
+    if let Ok(bytes) = std::fs::read(&path) {
+        match target {
+            Target::Cubin(_) => return Ok(Image::Cubin(bytes)),
+            Target::Ptx(_) => {
+                if let Ok(text) = String::from_utf8(bytes) {
+                    return Ok(Image::Ptx(text));
+                }
+            }
+        }
+    }
+    let image = compile(op, source, name, target)?;
+    let bytes = match &image {
+        Image::Cubin(b) => b.as_slice(),
+        Image::Ptx(t) => t.as_bytes(),
+    };
+    // Not stored (a read-only or full disk) only means compiling again next time.
+    let _ = disk_cache::store(&path, bytes);
+    Ok(image)
 }
 
 /// The error for a failed compilation, with NVRTC's log.

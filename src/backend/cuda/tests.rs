@@ -109,6 +109,54 @@ fn nvrtc_tests_cover_every_source_file() {
 }
 
 #[test]
+fn nvrtc_images_are_cached_on_disk_by_text_target_and_version() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("namedtensor-nvrtc-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = Kernel::fill(DType::F32).program();
+    let compile = |target, cache: &std::path::Path| {
+        nvrtc::compile_cached("test", &text, "copy.cu", target, Some(cache)).unwrap()
+    };
+    let entries = |ext: &str| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .collect();
+        v.sort();
+        v
+    };
+    let Image::Cubin(first) = compile(Target::Cubin(80), &dir) else {
+        panic!("asked for a CUBIN")
+    };
+    let stored = entries("cubin");
+    assert_eq!(stored.len(), 1);
+    assert_eq!(std::fs::read(&stored[0]).unwrap(), first);
+    // A hit is read back, not compiled: a marked entry comes back as it is.
+    std::fs::write(&stored[0], b"marked").unwrap();
+    let Image::Cubin(again) = compile(Target::Cubin(80), &dir) else {
+        panic!("asked for a CUBIN")
+    };
+    assert_eq!(again, b"marked");
+    // Another architecture is another entry; PTX is an entry of its own kind.
+    compile(Target::Cubin(90), &dir);
+    assert_eq!(entries("cubin").len(), 2);
+    let Image::Ptx(ptx) = compile(Target::Ptx(80), &dir) else {
+        panic!("asked for PTX")
+    };
+    assert!(ptx.contains("nt_fill_f32"));
+    assert_eq!(entries("ptx").len(), 1);
+    // A cache that cannot be used (its folder is a file) costs a compile, not an error.
+    let Image::Cubin(uncached) = compile(Target::Cubin(80), &stored[0]) else {
+        panic!("asked for a CUBIN")
+    };
+    assert_eq!(uncached, first);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn nvrtc_compiles_single_kernels_and_ptx_as_the_runtime_does() {
     if !nvrtc_or_skip() {
         return;

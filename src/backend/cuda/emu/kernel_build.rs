@@ -3,19 +3,17 @@
 //!
 //! The program is `shim.h`, then exactly the text NVRTC compiles (`kernels::program`: the
 //! shared header, the file, the instantiation lines), then one `NT_EMU_ENTRY(name)` per kernel.
-//! Libraries are cached on disk, keyed by a hash of the program, the compiler and its flags, so
-//! the test binaries of one run (and later runs) compile each file once.
+//! Libraries are kept in the disk cache (`disk_cache.rs`), keyed by the program, the compiler
+//! and its flags, so the test binaries of one run (and later runs) compile each file once.
 //!
 //! Environment: `CXX` (default `c++`) is the compiler; `NAMEDTENSOR_CUDA_EMU_CXXFLAGS` adds
-//! flags (e.g. `-fsanitize=address` together with an ASan-preloaded test run);
-//! `NAMEDTENSOR_CUDA_EMU_CACHE` is the cache folder (default: `namedtensor-cuda-emu` in the
-//! system's temporary folder).
+//! flags (e.g. `-fsanitize=address` together with an ASan-preloaded test run).
 
 use super::stream::CudaFunction;
+use crate::backend::cuda::disk_cache;
 use crate::backend::cuda::kernels::{self, Kernel, Source};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
-use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -59,12 +57,6 @@ fn compiler() -> (String, Vec<String>) {
     (cxx, flags)
 }
 
-fn cache_dir() -> PathBuf {
-    std::env::var_os("NAMEDTENSOR_CUDA_EMU_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("namedtensor-cuda-emu"))
-}
-
 /// The emulator program for `source`: every kernel the backend can ask of it, with entries.
 pub(crate) fn program(source: Source) -> (String, Vec<Kernel>) {
     let kernels: Vec<Kernel> = kernels::all_kernels()
@@ -80,31 +72,26 @@ pub(crate) fn program(source: Source) -> (String, Vec<Kernel>) {
     (text, kernels)
 }
 
-/// Compiles `text` (or finds it in the cache) and returns the library's path; `label` names
-/// the file in the cache and in error messages.
+/// Compiles `text` (or finds it in the disk cache) and returns the library's path; `label`
+/// names the file and appears in error messages. With the cache off, libraries go to a
+/// folder of this process's own.
 fn build(label: &str, text: &str) -> Result<PathBuf, String> {
     let (cxx, flags) = compiler();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (text, &cxx, &flags).hash(&mut h);
-    let dir = cache_dir();
-    let path = dir.join(format!("{label}-{:016x}.so", h.finish()));
+    let dir = disk_cache::dir().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("namedtensor-cuda-emu-{}", std::process::id()))
+    });
+    let mut parts: Vec<&str> = vec![text, &cxx];
+    parts.extend(flags.iter().map(String::as_str));
+    let path = disk_cache::entry(&dir, label, &parts, "so");
     if path.exists() {
         return Ok(path);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| {
+    let tmp = disk_cache::temporary(&path).map_err(|e| {
         format!(
-            "cannot create the emulator's cache folder {}: {e}",
+            "cannot create the kernel cache folder {}: {e}",
             dir.display()
         )
     })?;
-    // Another process may build the same library: write to a private name, then rename.
-    let tmp = dir.join(format!(
-        "{}.{}.tmp",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("kernels"),
-        std::process::id()
-    ));
     let mut child = Command::new(&cxx)
         .args(&flags)
         .arg("-")
@@ -132,8 +119,8 @@ fn build(label: &str, text: &str) -> Result<PathBuf, String> {
             "compiling {label} for the CUDA emulator with `{cxx}` failed:\n{log}"
         ));
     }
-    std::fs::rename(&tmp, &path)
-        .map_err(|e| format!("cannot move {} into the cache: {e}", tmp.display()))?;
+    disk_cache::publish(&tmp, &path)
+        .map_err(|e| format!("cannot move {} into the kernel cache: {e}", tmp.display()))?;
     Ok(path)
 }
 
