@@ -563,6 +563,100 @@ device_tests! {
         assert!(g.try_cumsum(2).is_err());
     }
 
+    // The CUDA backend picks threads per row of a reduction, and a thread or a block per lane
+    // of a scan, by shape (launch::reduce_group, launch::scan_block_per_lane): each shape here
+    // takes another path. Values are multiples of 1/4 (sums are exact in any order) and tie
+    // often (argmax/argmin must give the first index).
+    fn reductions_and_scans_on_every_launch_strategy(dev: Device) {
+        // long results: name the first element that differs, not all of them
+        fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+            assert_eq!(got.len(), want.len(), "{what}: lengths");
+            if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+                panic!("{what}: element {i} of {}: got {:?}, want {:?}", got.len(), got[i], want[i]);
+            }
+        }
+        let quarters = |n: usize, seed: usize| -> Vec<f32> {
+            (0..n).map(|i| ((i * 7919 + seed) % 13) as f32 / 4.0 - 1.5).collect()
+        };
+        let reduce_naive = |v: &[f32], shape: [usize; 2], dim: usize| {
+            let (r, c) = (shape[0], shape[1]);
+            let lines: Vec<Vec<f64>> = if dim == 0 {
+                (0..c).map(|j| (0..r).map(|i| v[i * c + j] as f64).collect()).collect()
+            } else {
+                (0..r).map(|i| (0..c).map(|j| v[i * c + j] as f64).collect()).collect()
+            };
+            let sum: Vec<f64> = lines.iter().map(|l| l.iter().sum()).collect();
+            let max: Vec<f64> = lines.iter().map(|l| l.iter().cloned().fold(f64::MIN, f64::max)).collect();
+            let argmax: Vec<i64> = lines.iter().map(|l| (0..l.len()).fold(0, |b, k| if l[k] > l[b] { k } else { b }) as i64).collect();
+            let argmin: Vec<i64> = lines.iter().map(|l| (0..l.len()).fold(0, |b, k| if l[k] < l[b] { k } else { b }) as i64).collect();
+            (sum, max, argmax, argmin, lines)
+        };
+        // [rows, len] and the reduced dim: a thread per row (sum(0), 16387 adjacent rows), a
+        // block per row (3000-long rows; 40-long rows but only 30 of them), 16 and 32 threads
+        // per row, and one-element rows.
+        let cases: [([usize; 2], usize); 6] =
+            [([64, 16387], 0), ([8, 3000], 1), ([30, 40], 1), ([300, 10], 1), ([300, 40], 1), ([300, 1], 1)];
+        for (k, (shape, dim)) in cases.into_iter().enumerate() {
+            let v = quarters(shape[0] * shape[1], k);
+            let x = on(dev, &DynTensor::from_vec(v.clone(), &shape));
+            let (sum, max, argmax, argmin, lines) = reduce_naive(&v, shape, dim);
+            let d = dim as isize;
+            let what = format!("{shape:?} over dim {dim}");
+            same(&host(dev, &x.sum_dim(d, false)), &sum, &format!("sum {what}"));
+            same(&host(dev, &x.amax_dim(d, false)), &max, &format!("amax {what}"));
+            same(&x.argmax_dim(d, false).to_vec(), &argmax, &format!("argmax {what}"));
+            same(&x.argmin_dim(d, false).to_vec(), &argmin, &format!("argmin {what}"));
+            let mean: Vec<f64> = sum.iter().map(|s| s / lines[0].len() as f64).collect();
+            assert_close_all(&host(dev, &x.mean_dim(d, false)), &mean, 1e-6, 0.0, &format!("mean {what}"));
+            let ints = x.mul_scalar(4.0).to_dtype::<i64>();
+            let isum: Vec<i64> = sum.iter().map(|s| (s * 4.0) as i64).collect();
+            same(&ints.sum_dim(d, false).to_vec(), &isum, &format!("i64 sum {what}"));
+            // the same rows through a transposed view: reduced dim and rows swap strides
+            let t = on(dev, &DynTensor::from_vec(v.clone(), &shape).t().contiguous()).t();
+            same(&host(dev, &t.sum_dim(d, false)), &sum, &format!("sum of a transposed view, {what}"));
+        }
+        // Scans: a block per lane for few long lanes (inner 1 and inner 5, a partial last
+        // chunk), exact for quarters in f32/f64 and wrapping like the CPU for i64.
+        for (shape, dim) in [([3usize, 1000usize], 1usize), ([700, 5], 0)] {
+            let v = quarters(shape[0] * shape[1], dim);
+            let (r, c) = (shape[0], shape[1]);
+            let mut want = vec![0f64; r * c];
+            for lane in 0..if dim == 1 { r } else { c } {
+                let mut acc = 0.0;
+                for k in 0..if dim == 1 { c } else { r } {
+                    let at = if dim == 1 { lane * c + k } else { k * c + lane };
+                    acc += v[at] as f64;
+                    want[at] = acc;
+                }
+            }
+            let x = DynTensor::from_vec(v.clone(), &shape);
+            let what = format!("{shape:?} along dim {dim}");
+            same(&host(dev, &on(dev, &x).cumsum(dim as isize)), &want, &format!("f32 cumsum {what}"));
+            same(&host(dev, &on(dev, &x.to_dtype::<f64>()).cumsum(dim as isize)), &want, &format!("f64 cumsum {what}"));
+        }
+        let big: Vec<i64> = (0..600).map(|i| i64::MAX / 7 - i * 1_000_003).collect();
+        let mut acc = 0i64;
+        let want: Vec<i64> = big.iter().map(|&b| { acc = acc.wrapping_add(b); acc }).collect();
+        same(&on(dev, &DynTensor::from_vec(big.clone(), &[600])).cumsum(0).to_vec(), &want, "wrapping i64 cumsum");
+        let mut acc = 1i64;
+        let want: Vec<i64> = big.iter().map(|&b| { acc = acc.wrapping_mul(b | 1); acc }).collect();
+        let odd: Vec<i64> = big.iter().map(|&b| b | 1).collect();
+        same(&on(dev, &DynTensor::from_vec(odd, &[600])).cumprod(0).to_vec(), &want, "wrapping i64 cumprod");
+        // a float product of two lanes of 200 factors near 1 (rounded in another order than
+        // on the CPU, so within a tolerance)
+        let f: Vec<f64> = (0..400).map(|i| 1.0 + ((i % 17) as f64 - 8.0) * 1e-3).collect();
+        let mut want = f.clone();
+        for lane in want.chunks_mut(200) {
+            let mut acc = 1.0;
+            for x in lane {
+                acc *= *x;
+                *x = acc;
+            }
+        }
+        let p = on(dev, &DynTensor::from_vec(f, &[2, 200])).cumprod(1);
+        assert_close_all(&host(dev, &p), &want, 1e-13, 0.0, "f64 cumprod");
+    }
+
     fn save_copies_to_the_host_first(dev: Device) {
         let (_, x) = grid();
         let g = on(dev, &x);

@@ -11,7 +11,10 @@
 use super::copy::{cast, same_device};
 use super::error::driver;
 use super::kernels::{BinaryOp, CompareOp, Kernel, ReduceOp, Supports, UnaryOp};
-use super::launch::{elementwise_config, kernel_layouts, rows_config};
+use super::launch::{
+    elementwise_config, kernel_layouts, reduce_config, reduce_group, rows_config,
+    scan_block_per_lane,
+};
 use super::rt::PushKernelArg;
 use super::storage::CudaBuffer;
 use crate::dtype::DType;
@@ -195,8 +198,9 @@ pub(crate) fn compare(
 /// Reduces `layout` over `src` along `dim` (`< rank`): the result has the shape without
 /// `dim`, in row-major order, of dtype [`ReduceOp::out_dtype`].
 ///
-/// One block per output element; f16/bf16 accumulate in f32. An empty `dim` gives sum 0,
-/// prod 1, mean NaN, and is an error for max/min/argmax/argmin.
+/// The threads per output element depend on the shape ([`reduce_group`]); f16/bf16
+/// accumulate in f32. An empty `dim` gives sum 0, prod 1, mean NaN, and is an error for
+/// max/min/argmax/argmin.
 pub(crate) fn reduce(
     op: &'static str,
     rop: ReduceOp,
@@ -235,6 +239,15 @@ pub(crate) fn reduce(
     let kernel = Kernel::reduce(rop, src.dtype());
     let f = dev.function(op, &kernel)?;
     let [outer] = kernel_layouts(op, &outer_sizes, [&outer_strides], [layout.offset()])?;
+    // Consecutive rows start at consecutive elements when the innermost remaining dim (of
+    // more than one element) has stride 1.
+    let rows_adjacent = outer_sizes
+        .iter()
+        .zip(&outer_strides)
+        .rev()
+        .find(|&(&size, _)| size > 1)
+        .is_some_and(|(_, &stride)| stride == 1);
+    let group = reduce_group(rows, rlen, rows_adjacent);
     let (rows64, rlen64, rstride64) = (rows as u64, rlen as u64, rstride as u64);
     let mut args = dev.stream().launch_builder(&f);
     args.arg(out.slice_mut())
@@ -242,11 +255,13 @@ pub(crate) fn reduce(
         .arg(&outer)
         .arg(&rows64)
         .arg(&rlen64)
-        .arg(&rstride64);
+        .arg(&rstride64)
+        .arg(&group);
     // SAFETY: matches `nt_reduce_OP_T(Out*, const T*, NtLayout outer, u64 rows, u64 rlen,
-    // u64 rstride)`, launched with NT_REDUCE_THREADS threads; every position lies in the
-    // layout, which fits `src`; `out` holds `rows` elements.
-    unsafe { args.launch(rows_config(rows)) }
+    // u64 rstride, unsigned group)`, launched with NT_REDUCE_THREADS threads per block and
+    // `group` a power of two dividing it; every position lies in the layout, which fits
+    // `src`; `out` holds `rows` elements.
+    unsafe { args.launch(reduce_config(rows, group)) }
         .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
 }
@@ -458,8 +473,9 @@ pub(crate) fn scatter_add(
 
 /// Inclusive running sum (or product with `prod`) along the middle dim of the contiguous
 /// `[outer, len, inner]` buffer `src` (`select.cu`), into a new buffer of the same dtype,
-/// which must be a float (accumulated in f64) or `i64` (wrapping). One thread per
-/// `(outer, inner)` lane walks its `len` elements in order (see the kernel).
+/// which must be a float (accumulated in f64) or `i64` (wrapping). Many lanes run a thread
+/// per `(outer, inner)` lane walking its `len` elements in order; few long ones a block per
+/// lane ([`scan_block_per_lane`], see the kernel).
 pub(crate) fn scan(
     op: &'static str,
     src: &CudaBuffer,
@@ -481,17 +497,26 @@ pub(crate) fn scan(
     }
     let kernel = Kernel::scan(src.dtype());
     let f = dev.function(op, &kernel)?;
-    let (lanes64, len64, inner64, prod32) = (lanes as u64, len as u64, inner as u64, prod as i32);
+    let block_per_lane = scan_block_per_lane(lanes, len);
+    let config = if block_per_lane {
+        rows_config(lanes)
+    } else {
+        elementwise_config(lanes)
+    };
+    let (lanes64, len64, inner64) = (lanes as u64, len as u64, inner as u64);
+    let (prod32, block32) = (prod as i32, block_per_lane as i32);
     let mut args = dev.stream().launch_builder(&f);
     args.arg(out.slice_mut())
         .arg(src.slice())
         .arg(&lanes64)
         .arg(&len64)
         .arg(&inner64)
-        .arg(&prod32);
+        .arg(&prod32)
+        .arg(&block32);
     // SAFETY: matches `nt_scan_T(T* out, const T* in, u64 lanes, u64 len, u64 inner,
-    // int prod)`; both buffers hold outer * len * inner elements.
-    unsafe { args.launch(elementwise_config(lanes)) }
+    // int prod, int block_per_lane)`, with NT_REDUCE_THREADS threads per block when
+    // `block_per_lane` is set; both buffers hold outer * len * inner elements.
+    unsafe { args.launch(config) }
         .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
 }

@@ -190,6 +190,57 @@ pub(crate) fn rows_config(rows: usize) -> LaunchConfig {
     }
 }
 
+/// Threads per row of a reduction (`reduce.cu`): a power of two dividing [`ROW_BLOCK`], so a
+/// block reduces `ROW_BLOCK / group` rows side by side. `rows` rows of `rlen` elements;
+/// `rows_adjacent` when consecutive rows start at consecutive elements (the reduced dim is not
+/// the innermost: `sum(0)` of a row-major matrix).
+///
+/// - Rows adjacent in memory, and enough of them to occupy a GPU with one thread each: one
+///   thread per row, so that the threads of a warp read adjacent elements at every step.
+/// - Long rows (or few rows, where one block each is the only parallelism there is): the
+///   whole block on a row.
+/// - Otherwise the smallest power of two covering the row, at most a warp (32): short rows do
+///   not leave most of a block idle.
+///
+/// These are the usual GPU choices; their thresholds are not yet measured on a GPU (the
+/// emulator checks correctness only). For example: `sum(0)` of a row-major `[64, 2^20]` matrix, a thread per row; `sum(-1)` of
+/// an `[8, 2^20]` one, a block per row; `sum(-1)` of a `[4096, 10]` one, 16 threads per row.
+pub(crate) fn reduce_group(rows: usize, rlen: usize, rows_adjacent: bool) -> u32 {
+    const WARP: usize = 32;
+    if rows_adjacent && rows >= 1 << 14 {
+        return 1;
+    }
+    if rlen >= 1024 || (rows < 64 && rlen > WARP) {
+        return ROW_BLOCK;
+    }
+    rlen.next_power_of_two().clamp(1, WARP) as u32
+}
+
+/// Launch configuration of a reduction of `rows > 0` rows, `group` threads each
+/// ([`reduce_group`]): blocks of [`ROW_BLOCK`] threads, enough for every row up to
+/// [`MAX_BLOCKS`] (the kernel's loop does the rest).
+pub(crate) fn reduce_config(rows: usize, group: u32) -> LaunchConfig {
+    debug_assert!(rows > 0 && group.is_power_of_two() && group <= ROW_BLOCK);
+    let per_block = (ROW_BLOCK / group) as usize;
+    LaunchConfig {
+        grid_dim: (
+            rows.div_ceil(per_block).clamp(1, MAX_BLOCKS as usize) as u32,
+            1,
+            1,
+        ),
+        block_dim: (ROW_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Whether a running sum or product (`select.cu`) of `lanes` lanes of `len` elements runs one
+/// block per lane (a parallel scan in chunks of [`ROW_BLOCK`]) rather than one thread per lane
+/// walking its elements in order: when there are too few lanes to occupy a GPU with one
+/// thread each and the lanes are longer than a warp. Not yet measured on a GPU.
+pub(crate) fn scan_block_per_lane(lanes: usize, len: usize) -> bool {
+    lanes < 1 << 14 && len > 32
+}
+
 /// The bytes of `value`, little-endian and zero-extended to 64 bits (`from_bits` in
 /// `common.cuh` reads them back).
 pub(crate) fn scalar_bits<E: Element>(value: E) -> u64 {
@@ -330,6 +381,50 @@ mod tests {
         assert_eq!(rows_config(3).grid_dim.0, 3);
         assert_eq!(rows_config(usize::MAX).grid_dim.0, MAX_BLOCKS);
         assert_eq!(rows_config(1).block_dim.0, ROW_BLOCK);
+    }
+
+    #[test]
+    fn reductions_pick_threads_per_row_by_shape() {
+        // many adjacent rows: a thread each
+        assert_eq!(reduce_group(1 << 20, 64, true), 1);
+        assert_eq!(reduce_group(1 << 14, 5000, true), 1);
+        // adjacent but too few to fill a device: as for any row
+        assert_eq!(reduce_group(100, 64, true), 32);
+        assert_eq!(reduce_group(1000, 20, true), 32);
+        // long rows, or few rows: the whole block
+        assert_eq!(reduce_group(8, 1 << 20, false), 256);
+        assert_eq!(reduce_group(100_000, 1024, false), 256);
+        assert_eq!(reduce_group(63, 33, false), 256);
+        // short rows: the power of two covering them, at most a warp
+        assert_eq!(reduce_group(64, 33, false), 32);
+        assert_eq!(reduce_group(4096, 10, false), 16);
+        assert_eq!(reduce_group(4096, 1, false), 1);
+        assert_eq!(reduce_group(4096, 0, false), 1);
+        assert_eq!(reduce_group(4096, 1023, false), 32);
+        for rows in [1, 7, 64, 1 << 14, 1 << 20] {
+            for rlen in [0, 1, 2, 3, 31, 32, 33, 1000, 1024, 1 << 20] {
+                for adjacent in [false, true] {
+                    let g = reduce_group(rows, rlen, adjacent);
+                    assert!(g.is_power_of_two() && ROW_BLOCK.is_multiple_of(g), "{g}");
+                    // every row gets its threads
+                    let c = reduce_config(rows, g);
+                    let covered = c.grid_dim.0 as usize * (ROW_BLOCK / g) as usize;
+                    assert!(covered >= rows.min(MAX_BLOCKS as usize), "{rows} {g}");
+                }
+            }
+        }
+        assert_eq!(reduce_config(1000, 32).grid_dim.0, 125);
+        assert_eq!(reduce_config(1000, 1).grid_dim.0, 4);
+        assert_eq!(reduce_config(3, 256).grid_dim.0, 3);
+        assert_eq!(reduce_config(usize::MAX, 1).grid_dim.0, MAX_BLOCKS);
+    }
+
+    #[test]
+    fn scans_run_a_block_per_lane_when_lanes_are_few_and_long() {
+        assert!(scan_block_per_lane(1, 1 << 20));
+        assert!(scan_block_per_lane(100, 33));
+        assert!(!scan_block_per_lane(100, 32)); // a warp's worth: a thread walks it
+        assert!(!scan_block_per_lane(1 << 14, 1000)); // enough lanes for a thread each
     }
 
     #[test]

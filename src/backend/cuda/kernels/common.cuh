@@ -341,19 +341,28 @@ NT_HD nt_u64 nt_position(const NtLayout& l, nt_u64 i) {
 NT_HD float nt_inf(float) { return nt_f32_from_bits(0x7f800000u); }
 NT_HD double nt_inf(double) { return nt_f64_from_bits(0x7ff0000000000000ull); }
 
-// Combines the `v` of every thread of the block with `combine` (associative) and returns the
-// result to every thread. `sh` is a shared array of NT_REDUCE_THREADS elements; blockDim.x must
-// be NT_REDUCE_THREADS. Every thread of the block must call it.
+// Combines the `v` of each group of `group` consecutive threads (a power of two dividing
+// NT_REDUCE_THREADS) with `combine` (associative and commutative) and returns each group's
+// result to its threads. `sh` is a shared array of NT_REDUCE_THREADS elements; blockDim.x must
+// be NT_REDUCE_THREADS. Every thread of the block must call it with the same `group`.
 template <typename A, typename F>
-__device__ A nt_block_reduce(A* sh, A v, F combine) {
+__device__ A nt_group_reduce(A* sh, A v, unsigned int group, F combine) {
+    if (group == 1) return v;
     unsigned int tid = threadIdx.x;
+    unsigned int lane = tid & (group - 1);
     sh[tid] = v;
     __syncthreads();
-    for (unsigned int s = NT_REDUCE_THREADS / 2; s > 0; s >>= 1) {
-        if (tid < s) sh[tid] = combine(sh[tid], sh[tid + s]);
+    for (unsigned int s = group / 2; s > 0; s >>= 1) {
+        if (lane < s) sh[tid] = combine(sh[tid], sh[tid + s]);
         __syncthreads();
     }
-    A r = sh[0];
+    A r = sh[tid - lane];
     __syncthreads();  // `sh` may be reused right after
     return r;
+}
+
+// nt_group_reduce over the whole block.
+template <typename A, typename F>
+__device__ A nt_block_reduce(A* sh, A v, F combine) {
+    return nt_group_reduce(sh, v, NT_REDUCE_THREADS, combine);
 }

@@ -1,8 +1,13 @@
-// Reductions over one dim, one block per output element ("row"), NT_REDUCE_THREADS threads.
+// Reductions over one dim, NT_REDUCE_THREADS threads per block.
 //
 // Row `r` starts at storage position position(outer, r) of `in` and has `rlen` elements
 // `rstride` apart; out[r] is the reduction (rows in row-major order of the remaining dims).
 // Instantiated by the host per operation and dtype: NT_REDUCE(op, T).
+//
+// `group` threads reduce one row (a power of two dividing the block; the host picks it by
+// shape, launch::reduce_group): the whole block for long rows, a warp's worth for short ones,
+// and one thread per row when rows are adjacent in memory (the reduced dim is not the
+// innermost), so that a warp's reads of one step fall on adjacent elements.
 //
 // Accumulators: float for f16/bf16/f32, double for f64, i64 (wrapping) for integers and bool.
 // Outputs: sum/prod -> the float type itself, i64 for integers and bool; mean -> the float
@@ -121,16 +126,22 @@ template <typename R> struct nt_combiner {
 
 template <typename T, typename R>
 __device__ void nt_reduce_impl(typename R::out* out, const T* in, NtLayout outer, nt_u64 rows,
-                               nt_u64 rlen, nt_u64 rstride) {
+                               nt_u64 rlen, nt_u64 rstride, unsigned int group) {
     __shared__ typename R::acc sh[NT_REDUCE_THREADS];
-    for (nt_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        nt_u64 base = nt_position(outer, row);
+    unsigned int lane = threadIdx.x & (group - 1);
+    nt_u64 per_block = NT_REDUCE_THREADS / group;
+    // `first` is the same in every thread of the block, so all reach nt_group_reduce together.
+    for (nt_u64 first = blockIdx.x * per_block; first < rows; first += gridDim.x * per_block) {
+        nt_u64 row = first + threadIdx.x / group;
         typename R::acc acc = R::init();
-        for (nt_u64 k = threadIdx.x; k < rlen; k += NT_REDUCE_THREADS) {
-            acc = R::step(acc, in[base + k * rstride], k);
+        if (row < rows) {
+            nt_u64 base = nt_position(outer, row);
+            for (nt_u64 k = lane; k < rlen; k += group) {
+                acc = R::step(acc, in[base + k * rstride], k);
+            }
         }
-        acc = nt_block_reduce(sh, acc, nt_combiner<R>());
-        if (threadIdx.x == 0) out[row] = R::finish(acc, rlen);
+        acc = nt_group_reduce(sh, acc, group, nt_combiner<R>());
+        if (lane == 0 && row < rows) out[row] = R::finish(acc, rlen);
     }
 }
 
@@ -138,6 +149,7 @@ __device__ void nt_reduce_impl(typename R::out* out, const T* in, NtLayout outer
     extern "C" __global__ void nt_reduce_##OP##_##T(nt_red_##OP<nt_t_##T>::out* out,        \
                                                     const nt_t_##T* in, NtLayout outer,      \
                                                     nt_u64 rows, nt_u64 rlen,                \
-                                                    nt_u64 rstride) {                        \
-        nt_reduce_impl<nt_t_##T, nt_red_##OP<nt_t_##T> >(out, in, outer, rows, rlen, rstride); \
+                                                    nt_u64 rstride, unsigned int group) {    \
+        nt_reduce_impl<nt_t_##T, nt_red_##OP<nt_t_##T> >(out, in, outer, rows, rlen, rstride, \
+                                                         group);                             \
     }

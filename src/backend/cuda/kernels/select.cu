@@ -74,12 +74,17 @@ template <typename T> struct nt_scan_acc<T, false> {
 };
 
 // Inclusive scan of a contiguous [outer, len, inner] buffer along its middle dim, from `in`
-// into `out` (both contiguous, same shape). One thread per (outer, inner) lane walks its `len`
-// elements in order: simple and exact in order of accumulation, with no parallelism along the
-// scanned dim (adjacent threads read adjacent columns, so reads coalesce when inner > 1).
+// into `out` (both contiguous, same shape); lane `l` is (outer, inner) index (l / inner,
+// l % inner). Two strategies, picked by the host by shape (launch::scan_block_per_lane):
+// - one thread per lane walks its `len` elements in order (many lanes: adjacent threads read
+//   adjacent columns, so reads coalesce when inner > 1);
+// - one block per lane (few, long lanes): the block scans NT_REDUCE_THREADS elements at a
+//   time in shared memory (Hillis-Steele) and carries the running value from chunk to chunk.
+//   Its order of accumulation differs from the CPU's, so float results may differ in the
+//   last bits of the f64 accumulator (integers wrap identically).
 template <typename T>
-__device__ void nt_scan_impl(T* out, const T* in, nt_u64 lanes, nt_u64 len, nt_u64 inner,
-                             int prod) {
+__device__ void nt_scan_lane_impl(T* out, const T* in, nt_u64 lanes, nt_u64 len, nt_u64 inner,
+                                  int prod) {
     typedef nt_scan_acc<T> acc_t;
     typedef typename acc_t::A A;
     NT_FOR_EACH(l, lanes) {
@@ -93,6 +98,43 @@ __device__ void nt_scan_impl(T* out, const T* in, nt_u64 lanes, nt_u64 len, nt_u
             A x = acc_t::load(in[at]);
             acc = prod ? nt_wrap_mul(acc, x) : nt_wrap_add(acc, x);
             out[at] = acc_t::store(acc);
+        }
+    }
+}
+
+template <typename T>
+__device__ void nt_scan_block_impl(T* out, const T* in, nt_u64 lanes, nt_u64 len, nt_u64 inner,
+                                   int prod) {
+    typedef nt_scan_acc<T> acc_t;
+    typedef typename acc_t::A A;
+    __shared__ A sh[NT_REDUCE_THREADS];
+    unsigned int tid = threadIdx.x;
+    A identity = prod ? (A)1 : (A)0;
+    // `l` and `k0` are the same in every thread of the block, so all reach each barrier.
+    for (nt_u64 l = blockIdx.x; l < lanes; l += gridDim.x) {
+        nt_u64 o = l / inner;
+        nt_u64 c = l - o * inner;
+        nt_u64 base = o * len * inner + c;
+        A carry = identity;
+        for (nt_u64 k0 = 0; k0 < len; k0 += NT_REDUCE_THREADS) {
+            nt_u64 k = k0 + tid;
+            A x = k < len ? acc_t::load(in[base + k * inner]) : identity;
+            sh[tid] = x;
+            __syncthreads();
+            for (unsigned int off = 1; off < NT_REDUCE_THREADS; off <<= 1) {
+                A before = tid >= off ? sh[tid - off] : identity;
+                __syncthreads();  // every read of this step precedes every write
+                x = prod ? nt_wrap_mul(before, x) : nt_wrap_add(before, x);
+                sh[tid] = x;
+                __syncthreads();
+            }
+            if (k < len) {
+                out[base + k * inner] =
+                    acc_t::store(prod ? nt_wrap_mul(carry, x) : nt_wrap_add(carry, x));
+            }
+            A total = sh[NT_REDUCE_THREADS - 1];
+            carry = prod ? nt_wrap_mul(carry, total) : nt_wrap_add(carry, total);
+            __syncthreads();  // `sh` is rewritten by the next chunk
         }
     }
 }
@@ -120,8 +162,15 @@ __device__ void nt_scan_impl(T* out, const T* in, nt_u64 lanes, nt_u64 len, nt_u
                                       istride, len, lanes);                                  \
     }
 
+// `block_per_lane` is the strategy (the same for the whole launch; blockDim.x must be
+// NT_REDUCE_THREADS when it is set).
 #define NT_SCAN(T)                                                                           \
     extern "C" __global__ void nt_scan_##T(nt_t_##T* out, const nt_t_##T* in, nt_u64 lanes, \
-                                           nt_u64 len, nt_u64 inner, int prod) {             \
-        nt_scan_impl<nt_t_##T>(out, in, lanes, len, inner, prod);                           \
+                                           nt_u64 len, nt_u64 inner, int prod,               \
+                                           int block_per_lane) {                             \
+        if (block_per_lane) {                                                                \
+            nt_scan_block_impl<nt_t_##T>(out, in, lanes, len, inner, prod);                 \
+        } else {                                                                             \
+            nt_scan_lane_impl<nt_t_##T>(out, in, lanes, len, inner, prod);                  \
+        }                                                                                    \
     }
