@@ -93,6 +93,8 @@ fn build(label: &str, text: &str) -> Result<PathBuf, String> {
         )
     })?;
     let mut child = Command::new(&cxx)
+        // A sanitizer runtime preloaded into the tests (`.ci/run`) is not the compiler's.
+        .env_remove("LD_PRELOAD")
         .args(&flags)
         .arg("-")
         .arg("-o")
@@ -171,7 +173,11 @@ pub(crate) fn compile_source(
             entry: loaded.entries[*n],
         })
         .collect();
-    std::mem::forget(loaded); // kept mapped for the rest of the process
+    // Kept mapped, and reachable, for the rest of the process.
+    static KEPT: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
+    KEPT.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(loaded);
     Ok(functions)
 }
 

@@ -6,11 +6,14 @@
 //! - Every allocation is `[REDZONE][payload][REDZONE]`: the red zones hold [`REDZONE_BYTE`] and
 //!   are checked after every launch that was passed the allocation and when it is freed, so a
 //!   kernel that writes past either end fails the stream instead of corrupting the heap.
+//!   Under AddressSanitizer the red zones are also poisoned (`asan.rs`), so a kernel's read
+//!   past either end is reported too.
 //! - A new payload holds [`POISON_BYTE`] in every byte (NaN for every float type, -1 for every
 //!   signed integer, `true` for bool), so an element no kernel wrote shows in the results.
 //! - Memory is freed on its stream, after all work issued before the free (as `cuMemFreeAsync`
 //!   does): a queued launch never sees freed memory.
 
+use super::asan;
 use super::stream::CudaStream;
 use std::alloc::{Layout, alloc, dealloc};
 use std::marker::PhantomData;
@@ -53,6 +56,8 @@ impl Allocation {
             std::ptr::write_bytes(base, REDZONE_BYTE, REDZONE);
             std::ptr::write_bytes(base.add(REDZONE), POISON_BYTE, len);
             std::ptr::write_bytes(base.add(REDZONE + len), REDZONE_BYTE, REDZONE);
+            asan::poison(base, REDZONE);
+            asan::poison(base.add(REDZONE + len), REDZONE);
         }
         Some(Allocation {
             ptr: base as u64 + REDZONE as u64,
@@ -83,7 +88,11 @@ impl Allocation {
     pub(crate) unsafe fn free(self) {
         let layout = Allocation::layout(self.len).expect("checked when allocated");
         // SAFETY: `ptr - REDZONE` is the base returned by `alloc` with this layout.
-        unsafe { dealloc((self.ptr as *mut u8).sub(REDZONE), layout) }
+        unsafe {
+            let base = (self.ptr as *mut u8).sub(REDZONE);
+            asan::unpoison(base, layout.size());
+            dealloc(base, layout)
+        }
     }
 }
 
@@ -200,6 +209,18 @@ mod tests {
             let payload = std::slice::from_raw_parts(a.ptr as *const u8, 10);
             assert!(payload.iter().all(|&b| b == POISON_BYTE));
             assert!(a.redzones_intact());
+            let payload = a.ptr as *const u8;
+            if asan::active() {
+                // Kernels (instrumented) may touch the payload, never the red zones.
+                assert_eq!(asan::is_poisoned(payload), Some(false));
+                assert_eq!(asan::is_poisoned(payload.add(9)), Some(false));
+                assert_eq!(asan::is_poisoned(payload.add(10)), Some(true));
+                assert_eq!(asan::is_poisoned(payload.add(10 + REDZONE - 1)), Some(true));
+                assert_eq!(asan::is_poisoned(payload.sub(1)), Some(true));
+                assert_eq!(asan::is_poisoned(payload.sub(REDZONE)), Some(true));
+            } else {
+                assert_eq!(asan::is_poisoned(payload), None);
+            }
             *(a.ptr as *mut u8).add(10) = 0; // one past the end
             assert!(!a.redzones_intact());
             *(a.ptr as *mut u8).add(10) = REDZONE_BYTE;

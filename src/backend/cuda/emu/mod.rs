@@ -9,12 +9,13 @@
 //! | `kernel_build.rs` | each kernel source compiled once with the host C++ compiler, cached, loaded |
 //! | `stream.rs` | context and stream: deferred work in issue order, sticky failures, launches |
 //! | `memory.rs` | device memory as poisoned host memory between red zones |
+//! | `asan.rs` | the red zones made unaddressable when AddressSanitizer runs |
 //! | `cublas.rs` | a reference strided-batched GEMM with cuBLAS's argument checks |
 //! | `tests.rs` | kernels with the bugs above, and proof that each is reported |
 //!
 //! What it finds: kernels that read elements nobody wrote (poison), write outside their
-//! buffers (red zones, and AddressSanitizer through `NAMEDTENSOR_CUDA_EMU_CXXFLAGS`), reach a
-//! barrier with part of a block, depend on the order of a block's threads (the seed), take
+//! buffers (red zones) or read outside them (under AddressSanitizer, as `.ci/run` does), reach
+//! a barrier with part of a block, depend on the order of a block's threads (the seed), take
 //! arguments of the wrong size; host code that passes wrong leading dimensions to cuBLAS,
 //! reads results without waiting for the stream, or launches with an invalid configuration.
 //! What it cannot find: anything of the real driver, NVRTC or cuBLAS (numerics, limits), warp
@@ -26,6 +27,7 @@
 //!   backend compiles against either through `rt.rs`; errors are cudarc's own types.
 //! - Exactly one emulated device, `cuda:0`, with compute capability 9.0.
 
+mod asan;
 mod cublas;
 mod kernel_build;
 mod memory;

@@ -26,11 +26,16 @@
 //   the launch's state.
 // - Every fiber stack has a PROT_NONE guard page below it: a stack overflow faults instead of
 //   corrupting memory.
+// - A fiber's record never moves (the pool's records are allocated once, for the largest
+//   block), so a fiber keeps a pointer to its own across launches.
 // - A fiber abandoned mid-kernel (a failed barrier check) is re-created before reuse; nothing
 //   on its stack needs destroying (kernels hold only trivially destructible values).
 //
 // Switching uses _setjmp/_longjmp (no signal-mask system call); ucontext is used once per
-// fiber to start it on its stack.
+// fiber to start it on its stack. Under AddressSanitizer (kernels compiled with
+// -fsanitize=address) every switch is announced to it (`switching_to`, `arrived`), so it
+// knows which stack is live: without that, the _longjmp into another stack makes it unpoison
+// or check the wrong memory.
 
 #include <math.h>
 #include <setjmp.h>
@@ -45,6 +50,17 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NT_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NT_EMU_ASAN 1
+#endif
+#endif
+#ifdef NT_EMU_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #define __global__
 #define __device__
@@ -80,6 +96,7 @@ struct Fiber {
     const void* barrier_site;
     char* mapping;
     size_t mapping_size;
+    void* asan_fake_stack;  // AddressSanitizer's state of this fiber while it is suspended
 };
 
 // What the fibers run: `run(arg)` is one CUDA thread of the current block.
@@ -98,6 +115,50 @@ static thread_local nt_emu_dim3 block_idx, block_dim, grid_dim;
 static thread_local Fiber* booting = nullptr;
 static thread_local jmp_buf boot_return;
 
+// AddressSanitizer's view of the stacks. Before a switch, `switching_to` names the stack about
+// to run (`fake` keeps the leaving stack's state; null when it is abandoned); right after one,
+// `arrived` restores the arriving stack's state and, on a fiber's first arrival, records the
+// OS thread's own stack (the scheduler's), where fibers switch back to. No-ops without ASan.
+static thread_local const void* os_stack_bottom = nullptr;
+static thread_local size_t os_stack_size = 0;
+static thread_local void* os_fake_stack = nullptr;  // the OS thread's state while a fiber runs
+
+static inline void switching_to(void** fake, const void* bottom, size_t size) {
+#ifdef NT_EMU_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+    (void)fake, (void)bottom, (void)size;
+#endif
+}
+
+static inline void arrived(void* fake, bool from_os_stack) {
+#ifdef NT_EMU_ASAN
+    if (from_os_stack) {
+        __sanitizer_finish_switch_fiber(fake, &os_stack_bottom, &os_stack_size);
+    } else {
+        __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+    }
+#else
+    (void)fake, (void)from_os_stack;
+#endif
+}
+
+static inline const void* stack_bottom(const Fiber* f) {
+    return f->mapping + sysconf(_SC_PAGESIZE);
+}
+static inline size_t stack_size(const Fiber* f) {
+    return f->mapping_size - (size_t)sysconf(_SC_PAGESIZE);
+}
+
+// From a fiber back to the scheduler (on the OS thread's stack); returns when resumed.
+static inline void suspend(Fiber* self) {
+    if (!_setjmp(self->ctx)) {
+        switching_to(&self->asan_fake_stack, os_stack_bottom, os_stack_size);
+        _longjmp(scheduler, 1);
+    }
+    arrived(self->asan_fake_stack, true);
+}
+
 struct Pool {
     Fiber* fibers = nullptr;
     unsigned count = 0;
@@ -110,11 +171,16 @@ static thread_local Pool pool;
 
 static void fiber_main() {
     Fiber* self = booting;
-    if (!_setjmp(self->ctx)) _longjmp(boot_return, 1);
+    arrived(nullptr, true);
+    if (!_setjmp(self->ctx)) {
+        switching_to(&self->asan_fake_stack, os_stack_bottom, os_stack_size);
+        _longjmp(boot_return, 1);
+    }
+    arrived(self->asan_fake_stack, true);
     for (;;) {
         task->run(task->arg);
         self->state = DONE;
-        if (!_setjmp(self->ctx)) _longjmp(scheduler, 1);
+        suspend(self);
     }
 }
 
@@ -122,22 +188,29 @@ static void fiber_main() {
 static bool start(Fiber* f) {
     ucontext_t uc;
     if (getcontext(&uc) != 0) return false;
-    long page = sysconf(_SC_PAGESIZE);
-    uc.uc_stack.ss_sp = f->mapping + page;
-    uc.uc_stack.ss_size = f->mapping_size - (size_t)page;
+    uc.uc_stack.ss_sp = (void*)stack_bottom(f);
+    uc.uc_stack.ss_size = stack_size(f);
     uc.uc_link = nullptr;
     makecontext(&uc, fiber_main, 0);
     booting = f;
-    if (!_setjmp(boot_return)) setcontext(&uc);
+    f->asan_fake_stack = nullptr;
+    if (!_setjmp(boot_return)) {
+        switching_to(&os_fake_stack, stack_bottom(f), stack_size(f));
+        setcontext(&uc);
+    }
+    arrived(os_fake_stack, false);
     return true;
 }
 
 // Makes `n` fibers available; false if memory runs out.
 static bool reserve(unsigned n) {
     if (n <= pool.count) return true;
-    Fiber* grown = (Fiber*)realloc(pool.fibers, sizeof(Fiber) * n);
-    if (!grown) return false;
-    pool.fibers = grown;
+    if (!pool.fibers) {
+        // Records for the largest block at once: a running fiber holds a pointer to its own,
+        // which must not move when a later launch needs more fibers.
+        pool.fibers = (Fiber*)calloc(MAX_THREADS, sizeof(Fiber));
+        if (!pool.fibers) return false;
+    }
     long page = sysconf(_SC_PAGESIZE);
     while (pool.count < n) {
         Fiber* f = &pool.fibers[pool.count];
@@ -194,7 +267,11 @@ static int run_block(unsigned n, uint64_t* seed, unsigned* order, char* err, siz
             Fiber* f = &pool.fibers[order[k]];
             if (f->state != READY) continue;
             current = f;
-            if (!_setjmp(scheduler)) _longjmp(f->ctx, 1);
+            if (!_setjmp(scheduler)) {
+                switching_to(&os_fake_stack, stack_bottom(f), stack_size(f));
+                _longjmp(f->ctx, 1);
+            }
+            arrived(os_fake_stack, false);
         }
         current = nullptr;
         unsigned done = 0, waiting = 0;
@@ -339,7 +416,7 @@ __attribute__((noinline)) static void __syncthreads() {
     nt_emu::Fiber* self = nt_emu::current;
     self->state = nt_emu::AT_BARRIER;
     self->barrier_site = __builtin_return_address(0);
-    if (!_setjmp(self->ctx)) _longjmp(nt_emu::scheduler, 1);
+    nt_emu::suspend(self);
 }
 
 #define threadIdx (nt_emu::current->thread_idx)

@@ -34,6 +34,32 @@ pub(crate) const COMPUTE_CAPABILITY: (i32, i32) = (9, 0);
 
 type Work = Box<dyn FnOnce() -> Result<(), (CUresult, String)> + Send>;
 
+/// A queued item: work, or the release of memory, which happens even on a failed stream.
+enum Item {
+    Run(Work),
+    Free(Allocation),
+}
+
+/// Frees `alloc`, checking its red zones first.
+fn free_checked(alloc: Allocation) -> Result<(), (CUresult, String)> {
+    // SAFETY: a free is queued once its slice was dropped, after all work that used the
+    // allocation: this is its last use.
+    let intact = unsafe { alloc.redzones_intact() };
+    // SAFETY: as above.
+    unsafe { alloc.free() };
+    if intact {
+        Ok(())
+    } else {
+        Err((
+            CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+            format!(
+                "emulated device memory of {} bytes was written outside its bounds",
+                alloc.len
+            ),
+        ))
+    }
+}
+
 /// The message of the latest failure of emulated work in this process, for error messages.
 pub(crate) fn last_failure() -> Option<String> {
     LAST_FAILURE
@@ -137,7 +163,7 @@ impl CudaContext {
 }
 
 struct Queue {
-    work: Vec<Work>,
+    work: Vec<Item>,
     /// The sticky error: the code of the first failed work item.
     failure: Option<CUresult>,
     /// What went wrong in that item, in words.
@@ -157,6 +183,15 @@ impl std::fmt::Debug for CudaStream {
     }
 }
 
+impl Drop for CudaStream {
+    /// Runs what is still queued, so queued frees return their memory (a stream outlives
+    /// every slice on it, so nothing can wait on that work any more).
+    fn drop(&mut self) {
+        let mut q = self.lock();
+        let _ = self.drain(&mut q);
+    }
+}
+
 impl CudaStream {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -164,12 +199,18 @@ impl CudaStream {
 
     /// Runs the queued work; the sticky error if any item failed (now or before).
     fn drain(&self, queue: &mut Queue) -> Result<(), DriverError> {
-        for work in std::mem::take(&mut queue.work) {
+        for item in std::mem::take(&mut queue.work) {
+            let result = match item {
+                // A faulted context runs nothing more...
+                Item::Run(_) if queue.failure.is_some() => continue,
+                Item::Run(work) => work(),
+                // ...but its memory still returns to the host.
+                Item::Free(alloc) => free_checked(alloc),
+            };
             if queue.failure.is_some() {
-                // A faulted context runs nothing more; frees still happen so memory returns.
                 continue;
             }
-            if let Err((code, message)) = work() {
+            if let Err((code, message)) = result {
                 queue.failure = Some(code);
                 if self.reports {
                     *LAST_FAILURE.lock().unwrap_or_else(PoisonError::into_inner) =
@@ -197,7 +238,7 @@ impl CudaStream {
         if let Some(code) = q.failure {
             return Err(DriverError(code));
         }
-        q.work.push(work);
+        q.work.push(Item::Run(work));
         if q.work.len() > MAX_QUEUED {
             // Errors of the drained work are sticky and reported by a later call.
             let _ = self.drain(&mut q);
@@ -220,24 +261,7 @@ impl CudaStream {
     /// Queues the release of `alloc` after the work issued so far.
     pub(super) fn free(&self, alloc: Allocation) {
         let mut q = self.lock();
-        q.work.push(Box::new(move || {
-            // SAFETY: the allocation is live until this item, the last use of it: its slice
-            // was dropped, and work issued before the drop runs before this item.
-            let intact = unsafe { alloc.redzones_intact() };
-            // SAFETY: as above.
-            unsafe { alloc.free() };
-            if intact {
-                Ok(())
-            } else {
-                Err((
-                    CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
-                    format!(
-                        "emulated device memory of {} bytes was written outside its bounds",
-                        alloc.len
-                    ),
-                ))
-            }
-        }));
+        q.work.push(Item::Free(alloc));
         if q.work.len() > MAX_QUEUED {
             let _ = self.drain(&mut q);
         }

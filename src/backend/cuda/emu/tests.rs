@@ -2,6 +2,7 @@
 //! correct twin), and each test proves the emulator reports it. Every test uses a private
 //! context, so a failure it provokes does not reach `cuda:0` of the other tests.
 
+use super::asan;
 use super::kernel_build::compile_source;
 use super::memory::{CudaSlice, POISON_BYTE};
 use super::stream::{CudaContext, CudaFunction, CudaStream};
@@ -53,18 +54,26 @@ __global__ void nt_test_write_each(float* out) {
     out[blockIdx.x * blockDim.x + threadIdx.x] = 7.0f;
 }
 
+// Thread t reads element t + 1: launched with as many threads as elements, the last reads one
+// past the end.
+__global__ void nt_test_read_next(const float* in, float* out) {
+    unsigned t = threadIdx.x;
+    out[t] = in[t + 1];
+}
+
 // A 64-bit count: a launch passing 32 bits must be refused.
 __global__ void nt_test_wide_count(unsigned long long n, float* out) {
     for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x) out[i] = (float)i;
 }
 "#;
 
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "nt_test_shift",
     "nt_test_shift_racy",
     "nt_test_early_return",
     "nt_test_divergent_barriers",
     "nt_test_write_each",
+    "nt_test_read_next",
     "nt_test_wide_count",
 ];
 
@@ -152,6 +161,22 @@ fn a_barrier_orders_shared_memory_in_every_thread_order() {
 }
 
 #[test]
+fn blocks_larger_than_any_before_on_the_thread_still_run_every_thread_once() {
+    // One OS thread runs these launches one after another, so the later, larger blocks grow
+    // the fiber pool that the earlier ones' fibers (still suspended in it) belong to.
+    for threads in [32, 1024, 32, 512, 1024] {
+        let expected: Vec<f32> = (0..2 * threads)
+            .map(|i| match i % threads {
+                0 => -1.0,
+                t => (t - 1 + 5) as f32,
+            })
+            .collect();
+        let got = run("nt_test_shift", 2, threads, expected.len(), Some(5), 0);
+        assert_eq!(got, Ok(expected), "{threads} threads");
+    }
+}
+
+#[test]
 fn a_missing_barrier_shows_once_the_thread_order_changes() {
     let (blocks, threads) = (3, 64);
     let len = (blocks * threads) as usize;
@@ -226,6 +251,11 @@ fn a_write_past_the_end_of_an_allocation_is_an_illegal_address() {
         run("nt_test_write_each", 1, 16, 16, None, 0).unwrap(),
         vec![7.0; 16]
     );
+    if asan::active() {
+        // AddressSanitizer would stop the process at the write (the red zone is poisoned).
+        eprintln!("skipped: the red zones are AddressSanitizer's here");
+        return;
+    }
     let s = stream();
     let mut out = alloc(&s, 16);
     let f = kernel("nt_test_write_each");
@@ -339,4 +369,69 @@ fn work_runs_at_the_synchronisation_and_unwritten_memory_is_poison() {
             .iter()
             .all(|v| v.is_nan() && v.to_bits() == u32::MAX)
     );
+}
+
+/// Reads one element past the end of a buffer: a test of its own only to be run, in a child
+/// process, by `a_read_past_the_end_is_reported_under_address_sanitizer`.
+#[test]
+#[ignore = "run by a_read_past_the_end_is_reported_under_address_sanitizer"]
+fn read_past_the_end_in_a_child_process() {
+    if std::env::var_os("NAMEDTENSOR_EMU_ASAN_CHILD").is_none() {
+        return;
+    }
+    let s = stream();
+    let input = alloc(&s, 16);
+    let mut out = alloc(&s, 16);
+    let f = kernel("nt_test_read_next");
+    // SAFETY: deliberately reads one element past `input`, into its (poisoned) red zone.
+    unsafe {
+        s.launch_builder(&f)
+            .arg(&input)
+            .arg(&mut out)
+            .launch(cfg(1, 16))
+    }
+    .unwrap();
+    let _ = s.synchronize();
+}
+
+#[test]
+fn a_read_past_the_end_is_reported_under_address_sanitizer() {
+    if !asan::active() {
+        eprintln!("skipped: needs AddressSanitizer (see .ci/run)");
+        return;
+    }
+    // The reading kernel, in bounds: 15 threads read elements 1..16.
+    let s = stream();
+    let input = alloc(&s, 16);
+    let mut out = alloc(&s, 16);
+    // SAFETY: 15 threads read elements 1 to 15 of 16 and write 0 to 14.
+    unsafe {
+        s.launch_builder(&kernel("nt_test_read_next"))
+            .arg(&input)
+            .arg(&mut out)
+            .launch(cfg(1, 15))
+    }
+    .unwrap();
+    s.synchronize().unwrap();
+    // One thread more reads past the end: AddressSanitizer stops that process.
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "backend::cuda::emu::tests::read_past_the_end_in_a_child_process",
+        ])
+        .env("NAMEDTENSOR_EMU_ASAN_CHILD", "1")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&child.stderr);
+    assert!(!child.status.success(), "{report}");
+    // A load of the poisoned red zone (ASan's own word for it), in the kernel.
+    for part in [
+        "AddressSanitizer: use-after-poison",
+        "READ of size 4",
+        "in nt_test_read_next",
+    ] {
+        assert!(report.contains(part), "{part} missing from:\n{report}");
+    }
 }
