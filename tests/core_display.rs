@@ -70,6 +70,16 @@ fn empty_tensors_show_their_size() {
         DynTensor::<i32>::zeros(&[0]).to_string(),
         "tensor([], dtype=torch.int32)"
     );
+    // PyTorch 2.x: `torch.zeros(0, dtype=torch.int64)` and `torch.zeros(2, 0, dtype=torch.bool)`;
+    // non-empty int64 and bool tensors leave their dtype unnamed (above).
+    assert_eq!(
+        DynTensor::<i64>::zeros(&[0]).to_string(),
+        "tensor([], dtype=torch.int64)"
+    );
+    assert_eq!(
+        DynTensor::<bool>::zeros(&[2, 0]).to_string(),
+        "tensor([], size=(2, 0), dtype=torch.bool)"
+    );
 }
 
 #[test]

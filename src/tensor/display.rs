@@ -217,6 +217,8 @@ impl<E: Element> fmt::Display for DynTensor<E> {
     /// assert_eq!(t.to_string(), "tensor([[4., 1.],\n        [5., 3.]])");
     /// let i = namedtensor::DynTensor::<i32>::arange(0, 3, 1);
     /// assert_eq!(i.to_string(), "tensor([0, 1, 2], dtype=torch.int32)");
+    /// let e = namedtensor::DynTensor::<i64>::zeros(&[0]);
+    /// assert_eq!(e.to_string(), "tensor([], dtype=torch.int64)");
     /// let w = namedtensor::tensor!([1., 2.]).requires_grad_(true);
     /// assert_eq!(w.to_string(), "tensor([1., 2.], requires_grad=True)");
     /// assert_eq!(w.exp().to_string(), "tensor([2.7183, 7.3891], grad_fn=<ExpBackward0>)");
@@ -226,6 +228,9 @@ impl<E: Element> fmt::Display for DynTensor<E> {
         let indent = PREFIX.len();
         let mut s = String::from(PREFIX);
         let mut suffixes = Vec::new();
+        if let Device::Cuda(i) = self.device() {
+            suffixes.push(format!("device='cuda:{i}'"));
+        }
         if self.numel() == 0 {
             s.push_str("[]");
             if self.dim() != 1 {
@@ -253,10 +258,14 @@ impl<E: Element> fmt::Display for DynTensor<E> {
                 Err(e) => s.push_str(&format!("<elements unreadable: {e}>")),
             }
         }
-        if let Device::Cuda(i) = self.device() {
-            suffixes.push(format!("device='cuda:{i}'"));
-        }
-        if !matches!(E::DTYPE, DType::F32 | DType::I64 | DType::Bool) {
+        // PyTorch names the dtype unless the values show it: int64 and bool elements do, but
+        // an empty tensor has none, so only float32 (the default) goes unnamed there.
+        let shown = if self.numel() == 0 {
+            matches!(E::DTYPE, DType::F32)
+        } else {
+            matches!(E::DTYPE, DType::F32 | DType::I64 | DType::Bool)
+        };
+        if !shown {
             suffixes.push(format!("dtype=torch.{}", E::DTYPE.name()));
         }
         match self.grad_fn() {
