@@ -240,6 +240,20 @@ proptest! {
             x.zero_grad();
             check(name, std::slice::from_ref(&x), &|xs| f(&xs[0]));
         }
+        // Sorting: each value's gradient goes back to where it came from. An expanded leaf
+        // has equal entries, where the sorted values are not differentiable.
+        let x = make(&values(n, seed), &shape, if matches!(l, Lay::Expanded) { Lay::Contiguous } else { l });
+        let k = shape[d as usize].div_ceil(2);
+        let ops: [Unary<'_>; 4] = [
+            ("sort", &|x| x.sort(d, false).0),
+            ("sort descending", &|x| x.sort(d, true).0),
+            ("topk largest", &|x| x.topk(k, d, true).0),
+            ("topk smallest", &|x| x.topk(k, d, false).0),
+        ];
+        for (name, f) in ops {
+            x.zero_grad();
+            check(name, std::slice::from_ref(&x), &|xs| f(&xs[0]));
+        }
     }
 
     #[test]

@@ -305,6 +305,11 @@ device_tests! {
         // integer powers have no kernel: an error, never a wrong value
         let i = on(dev, &DynTensor::from_vec(vec![2i32, 3], &[2]));
         assert!(i.try_pow(&i).is_err());
+        // sorting has no kernel yet: an error naming the op and the way out
+        let e = g.try_sort(0, false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Device, "{e}");
+        assert!(e.to_string().contains("sort") && e.to_string().contains(".cpu()"), "{e}");
+        assert_eq!(g.try_topk(1, 0, true).unwrap_err().kind(), ErrorKind::Device);
         // Display copies to the host
         assert!(format!("{g}").contains("cuda:0"));
     }

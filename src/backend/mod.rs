@@ -231,6 +231,18 @@ pub(crate) trait Backend {
         dim: usize,
     ) -> Result<Self::Buffer<O>>;
 
+    /// The entries of `layout` over `src` ordered along `dim` (ascending, or descending),
+    /// stably (equal entries keep their order; `-0.0` equals `0.0`), with NaN above every
+    /// number as in PyTorch; and, for each, its position along `dim` in the input. Both
+    /// row-major in the layout's shape.
+    fn sort<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        dim: usize,
+        descending: bool,
+    ) -> Result<(Self::Buffer<E>, Self::Buffer<i64>)>;
+
     // ---- indexed reads, joins, products ----
 
     /// `src` seen through `layout` with `dim` replaced by the entries the 1-D (or 0-d) `i64`

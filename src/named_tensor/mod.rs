@@ -22,6 +22,7 @@ mod create;
 mod grad;
 mod join;
 mod reduce;
+mod sort;
 mod view;
 
 pub use create::ShapeSizes;

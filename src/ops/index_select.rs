@@ -114,7 +114,7 @@ impl<E: Element> DynTensor<E> {
         if !crate::autograd::tracks(self) {
             return Ok(out);
         }
-        Ok(crate::autograd::gather(self, d, index, out))
+        Ok(crate::autograd::gather(OP, self, d, index, out))
     }
 
     /// PyTorch's `scatter_add`: a copy of `self` with, for every position `i` of `index`,

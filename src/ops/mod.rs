@@ -1,7 +1,8 @@
 //! Compute operations on [`DynTensor`]: pointwise math, arithmetic with
 //! broadcasting and type promotion, comparisons and selection, reductions, softmax and
-//! cumulative sums; matrix products; joining, selecting and rearranging (`cat`, `stack`,
-//! `index_select`, `gather`, `split`, `flip`, `repeat`, `tril`); save/load.
+//! cumulative sums; sorting (`sort`, `argsort`, `topk`); matrix products; joining, selecting
+//! and rearranging (`cat`, `stack`, `index_select`, `gather`, `split`, `flip`, `repeat`,
+//! `tril`); save/load.
 //!
 //! # Conventions
 //! - Results are new contiguous tensors; inputs are never modified. Methods ending in `_`
@@ -43,6 +44,7 @@ mod reduce;
 mod repeat;
 mod serialize;
 mod softmax;
+mod sort;
 mod split;
 mod triangular;
 mod unary;

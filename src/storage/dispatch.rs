@@ -234,6 +234,18 @@ pub(crate) fn scan<E: Element, O: Element>(
     on_backend!(op, (&*g => s), B => B::scan::<E, O>(op, prod, s, layout, dim), new_buffer)
 }
 
+/// The entries along `dim` in order, with their positions (see [`Backend::sort`]).
+pub(crate) fn sort<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    dim: usize,
+    descending: bool,
+) -> Result<(Buffer<E>, Buffer<i64>)> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::sort::<E>(op, s, layout, dim, descending), new_pair)
+}
+
 /// Whole slices of `src` along `dim` picked by `index` (see [`Backend::index_select`]).
 pub(crate) fn index_select<E: Element>(
     op: &'static str,

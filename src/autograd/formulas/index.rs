@@ -31,15 +31,17 @@ pub(crate) fn index_select<E: Element>(
     })
 }
 
-/// Records `y = x.gather(d, index)`: the gradient is zeros with the output's gradient added
-/// at the gathered elements.
+/// Records `y = x.gather(d, index)`, made by op `op` (`gather`, or `sort`/`topk`, whose
+/// values are `x` gathered at their indices): the gradient is zeros with the output's gradient
+/// added at the gathered elements.
 pub(crate) fn gather<E: Element>(
+    op: &'static str,
     x: &DynTensor<E>,
     d: usize,
     index: &DynTensor<i64>,
     y: DynTensor<E>,
 ) -> DynTensor<E> {
-    read_at("gather", x, index, y, move |base, idx, g| {
+    read_at(op, x, index, y, move |base, idx, g| {
         base.try_scatter_add(d as isize, idx, g)
     })
 }

@@ -740,6 +740,20 @@ impl Backend for Cpu {
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::scan(prod, retype(src), layout, dim))))
     }
 
+    fn sort<E: Element>(
+        op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        dim: usize,
+        descending: bool,
+    ) -> Result<(Vec<E>, Vec<i64>)> {
+        // The sorted (entry, position) pairs, then the two outputs.
+        reserve::<(E, i64)>(op, layout.numel())?;
+        reserve::<E>(op, layout.numel())?;
+        reserve::<i64>(op, layout.numel())?;
+        Ok(super::sort::sort(src, layout, dim, descending))
+    }
+
     fn index_select<E: Element>(
         op: &'static str,
         src: &Vec<E>,

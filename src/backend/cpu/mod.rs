@@ -14,6 +14,7 @@ mod reduction;
 pub(crate) mod scan;
 mod select;
 mod shape;
+mod sort;
 pub(crate) mod stream;
 mod transpose;
 pub(crate) mod vmath;

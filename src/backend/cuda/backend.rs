@@ -575,6 +575,20 @@ impl Backend for Cuda {
         compute::scan(op, &x, outer, len, inner, prod)
     }
 
+    fn sort<E: Element>(
+        op: &'static str,
+        _src: &CudaBuffer,
+        _layout: &Layout,
+        _dim: usize,
+        _descending: bool,
+    ) -> Result<(CudaBuffer, CudaBuffer)> {
+        Err(Error::new(
+            ErrorKind::Device,
+            op,
+            "sorting has no CUDA kernel yet: sort on the CPU (`.cpu()`) and move the result back",
+        ))
+    }
+
     fn index_select<E: Element>(
         op: &'static str,
         src: &CudaBuffer,
