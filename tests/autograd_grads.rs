@@ -240,9 +240,18 @@ proptest! {
             x.zero_grad();
             check(name, std::slice::from_ref(&x), &|xs| f(&xs[0]));
         }
-        // Sorting: each value's gradient goes back to where it came from. An expanded leaf
-        // has equal entries, where the sorted values are not differentiable.
-        let x = make(&values(n, seed), &shape, if matches!(l, Lay::Expanded) { Lay::Contiguous } else { l });
+        // Sorting: each value's gradient goes back to where it came from. Entries at least
+        // 0.08 apart (their random order kept), so that no step of the finite differences
+        // reorders them; an expanded leaf has equal entries, where sorting is not
+        // differentiable.
+        let v = values(n, seed);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+        let mut spaced = vec![0.0; n];
+        for (rank, &i) in order.iter().enumerate() {
+            spaced[i] = 0.1 * rank as f64 + 0.01 * v[i];
+        }
+        let x = make(&spaced, &shape, if matches!(l, Lay::Expanded) { Lay::Contiguous } else { l });
         let k = shape[d as usize].div_ceil(2);
         let ops: [Unary<'_>; 4] = [
             ("sort", &|x| x.sort(d, false).0),
