@@ -224,14 +224,20 @@ impl Numeric for f64 {}
 /// The floating-point element types: `f32`, `f64`, `half::f16`, `half::bf16`.
 ///
 /// Their arithmetic is carried out in `f32` (for `f16`/`bf16`) or in the type itself, and their
-/// sums and quotients keep the type, so generic code over `E: Float` gets `DynTensor<E>` from
-/// `sum` and `div`.
+/// sums and quotients keep the type, as do their products with their own type and with an
+/// `f64` scalar, so generic code over `E: Float` gets `DynTensor<E>` from `sum`, `div`,
+/// `&a * &b` and `&a * 2.0`.
 ///
 /// ```
 /// use namedtensor::Float;
 /// assert_eq!(<half::bf16 as Float>::MANTISSA_DIGITS, 8);
 /// ```
-pub trait Float: Numeric + Kernel<Compute: NativeFloat, Sum = Self, Real = Self> {
+pub trait Float:
+    Numeric
+    + Kernel<Compute: NativeFloat, Sum = Self, Real = Self>
+    + Promote<Self, Output = Self>
+    + ScalarPromote<f64, Output = Self>
+{
     /// Significand precision in bits, including the implicit bit.
     const MANTISSA_DIGITS: u32;
     /// Not a number.

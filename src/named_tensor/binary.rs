@@ -225,6 +225,38 @@ macro_rules! named_binary {
                 Tensor::$op(&self, &rhs)
             }
         }
+
+        impl<A, B, S, S2, P, P2> std::ops::$Trait<&Tensor<B, S2, P2>> for Tensor<A, S, P>
+        where
+            A: Promote<B>,
+            B: Element,
+            S: Broadcast<S2, P, P2>,
+            S2: Shape,
+            P: Shape,
+            P2: Shape,
+        {
+            type Output = ByName<$Out<A, B>, S, S2, P, P2>;
+            #[track_caller]
+            fn $op(self, rhs: &Tensor<B, S2, P2>) -> Self::Output {
+                Tensor::$op(&self, rhs)
+            }
+        }
+
+        impl<A, B, S, S2, P, P2> std::ops::$Trait<Tensor<B, S2, P2>> for &Tensor<A, S, P>
+        where
+            A: Promote<B>,
+            B: Element,
+            S: Broadcast<S2, P, P2>,
+            S2: Shape,
+            P: Shape,
+            P2: Shape,
+        {
+            type Output = ByName<$Out<A, B>, S, S2, P, P2>;
+            #[track_caller]
+            fn $op(self, rhs: Tensor<B, S2, P2>) -> Self::Output {
+                Tensor::$op(self, &rhs)
+            }
+        }
     )*};
 }
 

@@ -23,6 +23,7 @@ mod grad;
 mod join;
 mod reduce;
 mod sort;
+mod unary;
 mod view;
 
 pub use create::ShapeSizes;

@@ -432,6 +432,19 @@ impl<E: Element> DynTensor<E> {
         or_panic(true_div_scalar(self, scalar, false))
     }
 
+    /// [`DynTensor::div_scalar`], or an error for refused operands (see the module docs).
+    ///
+    /// ```
+    /// let t = namedtensor::DynTensor::from_vec(vec![1.0f64, 3.0], &[2]);
+    /// assert_eq!(t.try_div_scalar(2.0).unwrap().to_vec(), vec![0.5, 1.5]);
+    /// ```
+    pub fn try_div_scalar<S: Element>(&self, scalar: S) -> Result<DynTensor<Qs<E, S>>>
+    where
+        E: ScalarPromote<S>,
+    {
+        true_div_scalar(self, scalar, false)
+    }
+
     /// [`DynTensor::div`] in place (float tensors: an integer tensor cannot hold the `f32`
     /// quotient). Panics where [`DynTensor::try_div_`] fails.
     ///

@@ -80,6 +80,29 @@ impl<E: Float> DynTensor<E> {
     }
 }
 
+impl DynTensor<i64> {
+    /// A random permutation of `0..n`, seeded (PyTorch's `randperm`): a Fisher–Yates shuffle
+    /// driven by ChaCha8, the same on every machine.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let p = DynTensor::randperm(10, 3).to_vec();
+    /// let mut sorted = p.clone();
+    /// sorted.sort();
+    /// assert_eq!(sorted, (0..10).collect::<Vec<i64>>());
+    /// assert_eq!(p, DynTensor::randperm(10, 3).to_vec());
+    /// assert_ne!(p, DynTensor::randperm(10, 4).to_vec());
+    /// ```
+    pub fn randperm(n: usize, seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut data: Vec<i64> = (0..n as i64).collect();
+        for i in (1..n).rev() {
+            data.swap(i, rng.random_range(0..=i));
+        }
+        or_panic(DynTensor::from_contiguous_vec(data, &[n]))
+    }
+}
+
 fn checked_len(op: &'static str, shape: &[usize]) -> Result<usize> {
     crate::layout::checked_numel(shape)
         .ok_or_else(|| Error::overflow(op, format!("the element count of {shape:?}")))

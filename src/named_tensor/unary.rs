@@ -1,0 +1,122 @@
+//! Shape-preserving math on named tensors without a closure: `x.relu()`, `x.exp()`,
+//! `&x * 2.0`, `-x`. Each is the positional op of the same name with the names kept (the
+//! shape cannot change, so nothing is checked); [`Tensor::map`] remains for anything else.
+
+use super::Tensor;
+use crate::dtype::{Element, Float, Numeric};
+use crate::named::Shape;
+use crate::ops::{ScalarDivOutput, ScalarPromote, ScalarPromoted};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+macro_rules! named_unary {
+    ($bound:ident; $($name:ident),* $(,)?) => {
+        impl<E: $bound, S: Shape, P: Shape> Tensor<E, S, P> {$(
+            #[doc = concat!("[`DynTensor::", stringify!($name), "`](crate::DynTensor::",
+                stringify!($name), ") elementwise; names unchanged.")]
+            pub fn $name(&self) -> Self {
+                Tensor::wrap(crate::DynTensor::$name(&self.raw))
+            }
+        )*}
+    };
+}
+
+named_unary! { Float;
+    exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, erf, sigmoid, gelu, gelu_tanh,
+    silu, floor, ceil, round, trunc, recip,
+}
+
+named_unary! { Numeric; neg, abs, sign, square, relu }
+
+impl<E: Float, S: Shape, P: Shape> Tensor<E, S, P> {
+    /// Every element raised to `exponent`; names unchanged.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// let t = Tensor::<f64, (Rows,)>::from_vec(vec![4.0, 9.0], [2]);
+    /// assert_eq!(t.powf(0.5).to_vec(), vec![2.0, 3.0]);
+    /// assert_eq!(t.relu().names(), ["Rows"]);
+    /// ```
+    pub fn powf(&self, exponent: f64) -> Self {
+        Tensor::wrap(self.raw.powf(exponent))
+    }
+}
+
+impl<E: Numeric, S: Shape, P: Shape> Tensor<E, S, P> {
+    /// Every element limited to `[min, max]` (see [`DynTensor::clamp`](crate::DynTensor::clamp));
+    /// names unchanged.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// let t = Tensor::<f32, (Rows,)>::from_vec(vec![-2.0, 0.5, 3.0], [3]);
+    /// assert_eq!(t.clamp(-1.0, 1.0).to_vec(), vec![-1.0, 0.5, 1.0]);
+    /// ```
+    pub fn clamp<V: Element>(&self, min: V, max: V) -> Self {
+        Tensor::wrap(self.raw.clamp(min, max))
+    }
+}
+
+/// `tensor op scalar` and `scalar op tensor` for one scalar type (as for `DynTensor`: one
+/// float and one integer type, so that literals infer).
+macro_rules! named_scalar_ops {
+    ($($s:ty),*) => {$(
+        named_scalar_ops!(@one $s, Add, add, ScalarPromoted);
+        named_scalar_ops!(@one $s, Sub, sub, ScalarPromoted);
+        named_scalar_ops!(@one $s, Mul, mul, ScalarPromoted);
+        named_scalar_ops!(@one $s, Div, div, ScalarDivOutput);
+    )*};
+    (@one $s:ty, $Trait:ident, $method:ident, $Out:ident) => {
+        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<$s> for &Tensor<E, S, P> {
+            type Output = Tensor<$Out<E, $s>, S, P>;
+            #[track_caller]
+            fn $method(self, rhs: $s) -> Self::Output {
+                Tensor::wrap($Trait::$method(&self.raw, rhs))
+            }
+        }
+        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<$s> for Tensor<E, S, P> {
+            type Output = Tensor<$Out<E, $s>, S, P>;
+            #[track_caller]
+            fn $method(self, rhs: $s) -> Self::Output {
+                Tensor::wrap($Trait::$method(&self.raw, rhs))
+            }
+        }
+        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<&Tensor<E, S, P>> for $s {
+            type Output = Tensor<$Out<E, $s>, S, P>;
+            #[track_caller]
+            fn $method(self, rhs: &Tensor<E, S, P>) -> Self::Output {
+                Tensor::wrap($Trait::$method(self, &rhs.raw))
+            }
+        }
+        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<Tensor<E, S, P>> for $s {
+            type Output = Tensor<$Out<E, $s>, S, P>;
+            #[track_caller]
+            fn $method(self, rhs: Tensor<E, S, P>) -> Self::Output {
+                Tensor::wrap($Trait::$method(self, &rhs.raw))
+            }
+        }
+    };
+}
+
+named_scalar_ops!(f64, i64);
+
+impl<E: Numeric, S: Shape, P: Shape> Neg for &Tensor<E, S, P> {
+    type Output = Tensor<E, S, P>;
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows }
+    /// let t = Tensor::<f32, (Rows,)>::from_vec(vec![1.0, -2.0], [2]);
+    /// assert_eq!((-&t).to_vec(), vec![-1.0, 2.0]);
+    /// assert_eq!((1.0 - &t * 2.0).to_vec(), vec![-1.0, 5.0]);
+    /// ```
+    fn neg(self) -> Tensor<E, S, P> {
+        Tensor::wrap(-&self.raw)
+    }
+}
+
+impl<E: Numeric, S: Shape, P: Shape> Neg for Tensor<E, S, P> {
+    type Output = Tensor<E, S, P>;
+    fn neg(self) -> Tensor<E, S, P> {
+        Tensor::wrap(-&self.raw)
+    }
+}
