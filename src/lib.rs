@@ -30,12 +30,15 @@
 
 pub mod autograd;
 mod backend;
+pub mod data;
 pub mod dtype;
 mod error;
 pub mod layout;
 pub mod named;
 mod named_tensor;
+pub mod nn;
 pub mod ops;
+pub mod optim;
 pub mod storage;
 mod tensor;
 

@@ -36,6 +36,7 @@
 mod arith;
 mod binary;
 mod compare;
+mod conv;
 mod flip;
 mod index_select;
 mod join;
@@ -56,8 +57,10 @@ pub use crate::dtype::promote::{
     can_cast,
 };
 pub use compare::{try_where_, where_};
+pub use conv::Window2d;
 pub(crate) use reduce::reduce_keepdim;
 pub use serialize::{load_tensors, load_tensors_from_bytes, save_tensors};
+pub(crate) use serialize::{load_with_metadata, save_with_metadata};
 
 use crate::autograd;
 use crate::backend::device::Device;

@@ -15,6 +15,7 @@ use half::{bf16, f16};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensorError, SafeTensors};
 use std::any::Any;
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The safetensors name of a dtype.
@@ -133,7 +134,15 @@ pub fn save_tensors<E: Element>(
     path: impl AsRef<Path>,
     tensors: &[(&str, &DynTensor<E>)],
 ) -> Result<()> {
-    let path = path.as_ref();
+    save_with_metadata(path.as_ref(), tensors, None)
+}
+
+/// [`save_tensors`] with text `metadata` in the file's header (`__metadata__`).
+pub(crate) fn save_with_metadata<E: Element>(
+    path: &Path,
+    tensors: &[(&str, &DynTensor<E>)],
+    metadata: Option<HashMap<String, String>>,
+) -> Result<()> {
     let mut names: Vec<&str> = tensors.iter().map(|t| t.0).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
@@ -153,7 +162,7 @@ pub fn save_tensors<E: Element>(
                 .map_err(|e| io_error("save", path, e))
         })
         .collect::<Result<Vec<_>>>()?;
-    safetensors::serialize_to_file(views, None, path).map_err(|e| io_error("save", path, e))
+    safetensors::serialize_to_file(views, metadata, path).map_err(|e| io_error("save", path, e))
 }
 
 /// Reads every tensor of a safetensors file, sorted by name. All must be of element type `E`
@@ -171,6 +180,23 @@ pub fn load_tensors<E: Element>(path: impl AsRef<Path>) -> Result<Vec<(String, D
     let path = path.as_ref();
     let buffer = std::fs::read(path).map_err(|e| io_error("load", path, e))?;
     tensors_of(path, &buffer)
+}
+
+/// A file's tensors by name and its text metadata.
+pub(crate) type WithMetadata<E> = (Vec<(String, DynTensor<E>)>, HashMap<String, String>);
+
+/// [`load_tensors`] with the file's text metadata (empty when it has none).
+pub(crate) fn load_with_metadata<E: Element>(path: &Path) -> Result<WithMetadata<E>> {
+    let buffer = std::fs::read(path).map_err(|e| io_error("load", path, e))?;
+    let tensors = tensors_of(path, &buffer)?;
+    let (_, header) = SafeTensors::read_metadata(&buffer).map_err(|e| {
+        io_error(
+            "load",
+            path,
+            format!("not a valid safetensors file: {}", describe(&e, &buffer)),
+        )
+    })?;
+    Ok((tensors, header.metadata().clone().unwrap_or_default()))
 }
 
 /// The tensors of a safetensors file held in memory (the bytes of a file, a network reply),

@@ -1,0 +1,76 @@
+//! [`Embedding`]: a lookup table from indices `(…)` to vectors `(…, D)`.
+
+use super::module::{Module, Visitor};
+use crate::dtype::Float;
+use crate::error::Result;
+use crate::named::{Dim, ReplaceDim, Shape};
+use crate::named_tensor::Tensor;
+use crate::tensor::{DynTensor, or_panic};
+
+/// The result of an `Embedding<Vocab, D>` on indices of dims `I`: `I`, then `D`.
+pub type Embedded<E, Vocab, D, I> = Tensor<E, <(Vocab, D) as ReplaceDim<Vocab, I>>::Out>;
+
+/// A table of `Vocab` vectors of size `D`; indices of any dims `I` become `(I…, D)`.
+/// PyTorch's `nn.Embedding`: parameter `weight` `(Vocab, D)`, standard normal. An index out
+/// of range is an error naming it; its gradient adds up repeated indices.
+///
+/// ```
+/// use namedtensor::nn::Embedding;
+/// use namedtensor::{dims, Tensor};
+/// dims! { Vocab, Model, Batch, Seq }
+/// let emb = Embedding::<Vocab, Model>::new(100, 16, 0);
+/// let ids = Tensor::<i64, (Batch, Seq)>::from_vec(vec![1, 5, 99, 0], [2, 2]);
+/// let x = emb.forward(&ids);                  // (Batch, Seq, Model)
+/// assert_eq!(x.names(), ["Batch", "Seq", "Model"]);
+/// assert!(emb.try_forward(&Tensor::<i64, (Seq,)>::from_vec(vec![100], [1])).is_err());
+/// ```
+pub struct Embedding<Vocab: Dim, D: Dim, E: Float = f32>
+where
+    (Vocab, D): Shape,
+{
+    /// `(Vocab, D)`.
+    pub weight: Tensor<E, (Vocab, D)>,
+}
+
+impl<Vocab: Dim, D: Dim, E: Float> Embedding<Vocab, D, E>
+where
+    (Vocab, D): Shape,
+{
+    /// `vocab` vectors of size `size`, standard normal from `seed`; the table requires grad.
+    pub fn new(vocab: usize, size: usize, seed: u64) -> Self {
+        Embedding::from_weight(DynTensor::randn(&[vocab, size], seed).refine_names())
+    }
+
+    /// A table with the given values (detached, then marked as a leaf that requires grad).
+    pub fn from_weight(weight: Tensor<E, (Vocab, D)>) -> Self {
+        Embedding {
+            weight: or_panic(weight.detach().try_requires_grad_(true)),
+        }
+    }
+
+    /// The vectors at `ids`. Panics where [`Embedding::try_forward`] fails.
+    #[track_caller]
+    pub fn forward<I: Shape>(&self, ids: &Tensor<i64, I>) -> Embedded<E, Vocab, D, I>
+    where
+        (Vocab, D): ReplaceDim<Vocab, I>,
+    {
+        or_panic(self.try_forward(ids))
+    }
+
+    /// [`Embedding::forward`], or an error for an index outside `0..vocab`.
+    pub fn try_forward<I: Shape>(&self, ids: &Tensor<i64, I>) -> Result<Embedded<E, Vocab, D, I>>
+    where
+        (Vocab, D): ReplaceDim<Vocab, I>,
+    {
+        self.weight.try_index_select(Vocab::default(), ids)
+    }
+}
+
+impl<Vocab: Dim, D: Dim, E: Float> Module<E> for Embedding<Vocab, D, E>
+where
+    (Vocab, D): Shape,
+{
+    fn visit(&self, v: &mut Visitor<'_, E>) {
+        v.param("weight", &self.weight);
+    }
+}

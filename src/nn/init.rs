@@ -1,0 +1,51 @@
+//! PyTorch's default initialisations, seeded: every layer draws its parameters from a seed
+//! the caller gives, so a model is the same on every machine and run.
+
+use crate::dtype::Float;
+use crate::error::Result;
+use crate::named::Shape;
+use crate::named_tensor::Tensor;
+use crate::tensor::DynTensor;
+
+/// The `i`-th seed derived from `seed` (SplitMix64's finaliser): a layer with several
+/// parameters gives each its own stream.
+///
+/// ```
+/// use namedtensor::nn::init::derive_seed;
+/// assert_ne!(derive_seed(7, 0), derive_seed(7, 1));
+/// assert_eq!(derive_seed(7, 1), derive_seed(7, 1));
+/// ```
+pub fn derive_seed(seed: u64, i: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(i.wrapping_add(1)));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Samples of the uniform distribution on `[-bound, bound)`, named `S`.
+///
+/// ```
+/// use namedtensor::{dims, nn::init::uniform};
+/// dims! { Out, In }
+/// let w = uniform::<f64, (Out, In)>(&[20, 30], 0.25, 3).unwrap();
+/// assert!(w.to_vec().iter().all(|x| x.abs() <= 0.25));
+/// ```
+pub fn uniform<E: Float, S: Shape>(sizes: &[usize], bound: f64, seed: u64) -> Result<Tensor<E, S>> {
+    let unit = DynTensor::<E>::rand(sizes, seed);
+    (&unit * (2.0 * bound) - bound).try_refine_names()
+}
+
+/// PyTorch's `Linear`/`Conv` default: the uniform distribution on
+/// `[-1/sqrt(fan_in), 1/sqrt(fan_in)]` (`kaiming_uniform_(a=sqrt(5))` for weights, the same
+/// bound for biases).
+///
+/// ```
+/// assert_eq!(namedtensor::nn::init::fan_in_bound(16), 0.25);
+/// ```
+pub fn fan_in_bound(fan_in: usize) -> f64 {
+    if fan_in == 0 {
+        0.0
+    } else {
+        1.0 / (fan_in as f64).sqrt()
+    }
+}

@@ -1,0 +1,34 @@
+//! Layers, losses and parameter files for model code written by names.
+//!
+//! A layer's type says what it does to dims: [`Linear<In, Out>`](Linear) maps `(…, In)` to
+//! `(…, Out)`, [`Embedding<Vocab, D>`](Embedding) maps indices `(…)` to `(…, D)`,
+//! [`LayerNorm<D>`](LayerNorm) and [`RmsNorm<D>`](RmsNorm) keep the shape,
+//! [`Conv2d<In, Out, H, W>`](Conv2d) maps `(…, In, H, W)` to `(…, Out, H', W')` (dims found by
+//! name, in any order), the pools keep the names, so applying one to
+//! a tensor without the dim it needs is a compile error naming that dim. A model is a plain
+//! struct of layers implementing [`Module`] (one method naming its fields), which gives it
+//! the parameter list by dotted name, `train`/`eval`, `zero_grad` and the parameter store
+//! ([`save_parameters`], [`load_parameters`]). Losses are in [`loss`]; optimisers in
+//! [`crate::optim`].
+//!
+//! Parameters and initialisations follow PyTorch's `torch.nn`, seeded.
+
+mod conv;
+mod dropout;
+mod embedding;
+pub mod init;
+mod layer_norm;
+mod linear;
+pub mod loss;
+mod module;
+mod rms_norm;
+mod store;
+
+pub use conv::{AvgPool2d, Conv2d, ConvOut, ConvWeight, KernelCols, KernelRows, MaxPool2d};
+pub use dropout::Dropout;
+pub use embedding::{Embedded, Embedding};
+pub use layer_norm::LayerNorm;
+pub use linear::{Linear, LinearOut};
+pub use module::{Module, Parameter, TrainingFlag, Visitor};
+pub use rms_norm::RmsNorm;
+pub use store::{load_parameters, save_parameters};

@@ -1,0 +1,204 @@
+//! [`Adam`] and AdamW (decoupled weight decay) with PyTorch's update rule, AMSGrad
+//! included.
+
+use super::{Optimizer, check, check_lr, check_params};
+use crate::autograd::no_grad;
+use crate::dtype::Float;
+use crate::error::Result;
+use crate::nn::Parameter;
+use crate::tensor::DynTensor;
+
+/// [`Adam`]'s options, PyTorch's names and defaults. [`AdamConfig::adamw`] gives AdamW's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamConfig {
+    /// The learning rate, positive (1e-3).
+    pub lr: f64,
+    /// The decay rates of the first and second moment estimates, each in `[0, 1)`.
+    pub betas: (f64, f64),
+    /// Added to the denominator, ≥ 0 (1e-8).
+    pub eps: f64,
+    /// Weight decay, ≥ 0: added to the gradient as an L2 penalty (Adam), or applied to
+    /// the parameter directly when `decoupled_weight_decay` (AdamW).
+    pub weight_decay: f64,
+    /// AdamW: `p *= 1 − lr·wd` before the update instead of `g += wd·p`.
+    pub decoupled_weight_decay: bool,
+    /// Divide by the running maximum of the second moment (AMSGrad).
+    pub amsgrad: bool,
+}
+
+impl Default for AdamConfig {
+    /// `torch.optim.Adam`'s defaults.
+    fn default() -> Self {
+        AdamConfig {
+            lr: 1e-3,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled_weight_decay: false,
+            amsgrad: false,
+        }
+    }
+}
+
+impl AdamConfig {
+    /// `torch.optim.AdamW`'s defaults: decoupled weight decay 0.01.
+    ///
+    /// ```
+    /// let c = namedtensor::optim::AdamConfig::adamw();
+    /// assert!(c.decoupled_weight_decay && c.weight_decay == 0.01);
+    /// ```
+    pub fn adamw() -> Self {
+        AdamConfig {
+            weight_decay: 1e-2,
+            decoupled_weight_decay: true,
+            ..AdamConfig::default()
+        }
+    }
+}
+
+/// One parameter's state.
+struct Moments<E: Float> {
+    exp_avg: DynTensor<E>,
+    exp_avg_sq: DynTensor<E>,
+    max_exp_avg_sq: Option<DynTensor<E>>,
+    step: i32,
+}
+
+/// Adam (Kingma & Ba) as PyTorch computes it, per parameter at step `t`:
+/// `m = m + (1 − β₁)(g − m)`, `v = β₂·v + (1 − β₂)·g²`, and
+/// `p -= lr / (1 − β₁ᵗ) · m / (sqrt(v) / sqrt(1 − β₂ᵗ) + eps)`, after weight decay.
+pub struct Adam<E: Float> {
+    params: Vec<Parameter<E>>,
+    config: AdamConfig,
+    state: Vec<Option<Moments<E>>>,
+}
+
+impl<E: Float> Adam<E> {
+    /// An optimiser over `params`. Panics where [`Adam::try_new`] fails.
+    #[track_caller]
+    pub fn new(params: Vec<Parameter<E>>, config: AdamConfig) -> Self {
+        crate::tensor::or_panic(Adam::try_new(params, config))
+    }
+
+    /// [`Adam::new`], or an error for an option out of range or a parameter that does not
+    /// require grad.
+    pub fn try_new(params: Vec<Parameter<E>>, config: AdamConfig) -> Result<Self> {
+        let op = op_name(&config);
+        check_lr(op, config.lr)?;
+        let (b1, b2) = config.betas;
+        check(
+            op,
+            "beta1",
+            b1,
+            (0.0..1.0).contains(&b1),
+            "is not in [0, 1)",
+        )?;
+        check(
+            op,
+            "beta2",
+            b2,
+            (0.0..1.0).contains(&b2),
+            "is not in [0, 1)",
+        )?;
+        check(op, "eps", config.eps, config.eps >= 0.0, "is negative")?;
+        check(
+            op,
+            "weight_decay",
+            config.weight_decay,
+            config.weight_decay >= 0.0,
+            "is negative",
+        )?;
+        check_params(op, &params)?;
+        let state = params.iter().map(|_| None).collect();
+        Ok(Adam {
+            params,
+            config,
+            state,
+        })
+    }
+
+    /// The options.
+    pub fn config(&self) -> &AdamConfig {
+        &self.config
+    }
+}
+
+/// Zeros of `p`'s shape on `p`'s device.
+pub(super) fn zeros_on<E: Float>(p: &DynTensor<E>) -> Result<DynTensor<E>> {
+    DynTensor::<E>::zeros(p.shape()).to_device(p.device())
+}
+
+fn op_name(c: &AdamConfig) -> &'static str {
+    if c.decoupled_weight_decay {
+        "AdamW"
+    } else {
+        "Adam"
+    }
+}
+
+impl<E: Float> Optimizer for Adam<E> {
+    fn step(&mut self) -> Result<()> {
+        let c = self.config;
+        let (b1, b2) = c.betas;
+        no_grad(|| {
+            for (p, state) in self.params.iter().zip(&mut self.state) {
+                let Some(g) = p.tensor.grad() else { continue };
+                let p = &p.tensor;
+                let s = match state {
+                    Some(s) => s,
+                    None => state.insert(Moments {
+                        exp_avg: zeros_on(p)?,
+                        exp_avg_sq: zeros_on(p)?,
+                        max_exp_avg_sq: if c.amsgrad { Some(zeros_on(p)?) } else { None },
+                        step: 0,
+                    }),
+                };
+                s.step += 1;
+                let g = if c.weight_decay == 0.0 {
+                    g
+                } else if c.decoupled_weight_decay {
+                    p.try_mul_scalar_(1.0 - c.lr * c.weight_decay)?;
+                    g
+                } else {
+                    g.try_add(&p.try_mul_scalar(c.weight_decay)?)?
+                };
+                // m = m + (1 − β₁)(g − m): PyTorch's lerp for a weight below 1/2.
+                s.exp_avg
+                    .try_add_(&g.try_sub(&s.exp_avg)?.try_mul_scalar(1.0 - b1)?)?;
+                s.exp_avg_sq
+                    .try_mul_scalar_(b2)?
+                    .try_add_(&g.try_mul(&g)?.try_mul_scalar(1.0 - b2)?)?;
+                let correction1 = 1.0 - b1.powi(s.step);
+                let correction2_sqrt = (1.0 - b2.powi(s.step)).sqrt();
+                let second = match &s.max_exp_avg_sq {
+                    Some(max) => {
+                        max.try_maximum_(&s.exp_avg_sq)?;
+                        max
+                    }
+                    None => &s.exp_avg_sq,
+                };
+                let denom = second
+                    .sqrt()
+                    .try_div_scalar(correction2_sqrt)?
+                    .try_add_scalar(c.eps)?;
+                let step_size = c.lr / correction1;
+                p.try_add_(&s.exp_avg.try_mul_scalar(-step_size)?.try_div(&denom)?)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn zero_grad(&self) {
+        self.params.iter().for_each(|p| p.tensor.zero_grad());
+    }
+
+    fn lr(&self) -> f64 {
+        self.config.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        check_lr(op_name(&self.config), lr)?;
+        self.config.lr = lr;
+        Ok(())
+    }
+}

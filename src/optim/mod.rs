@@ -1,0 +1,90 @@
+//! Optimisers with PyTorch's update rules: [`Sgd`] (momentum, Nesterov, weight decay) and
+//! [`Adam`] (with AdamW's decoupled weight decay and AMSGrad), learning-rate schedules
+//! ([`StepLr`], [`CosineAnnealingLr`], [`LinearLr`]) and [`clip_grad_norm_`].
+//!
+//! An optimiser holds handles to a module's parameters ([`Module::parameters`]); `step`
+//! updates them in place, with gradient recording off, from the gradients the last
+//! backward pass left, and skips parameters without one. State (momentum buffers, moment
+//! estimates) is created at a parameter's first update, as in PyTorch.
+//!
+//! ```
+//! use namedtensor::nn::{loss, Linear, Module};
+//! use namedtensor::optim::{Optimizer, Sgd, SgdConfig};
+//! use namedtensor::{dims, Tensor};
+//! dims! { Batch, In, Out }
+//! let model = Linear::<In, Out, f64>::new(3, 1, 0);
+//! let mut opt = Sgd::new(model.parameters(), SgdConfig { lr: 0.1, ..SgdConfig::default() });
+//! let x = Tensor::<f64, (Batch, In)>::ones([4, 3]);
+//! let y = Tensor::<f64, (Batch, Out)>::zeros([4, 1]);
+//! let first = loss::mse_loss(&model.forward(&x), &y, loss::Reduction::Mean);
+//! first.backward();
+//! opt.step().unwrap();
+//! opt.zero_grad();
+//! let second = loss::mse_loss(&model.forward(&x), &y, loss::Reduction::Mean);
+//! assert!(second.item() < first.item());
+//! ```
+//!
+//! [`Module::parameters`]: crate::nn::Module::parameters
+
+mod adam;
+mod clip;
+mod schedule;
+mod sgd;
+
+pub use adam::{Adam, AdamConfig};
+pub use clip::clip_grad_norm_;
+pub use schedule::{CosineAnnealingLr, LinearLr, LrScheduler, StepLr};
+pub use sgd::{Sgd, SgdConfig};
+
+use crate::dtype::Float;
+use crate::error::{Error, ErrorKind, Result};
+use crate::nn::Parameter;
+
+/// What every optimiser does.
+pub trait Optimizer {
+    /// Updates every parameter that has a gradient, in place.
+    fn step(&mut self) -> Result<()>;
+    /// Clears every parameter's gradient.
+    fn zero_grad(&self);
+    /// The current learning rate.
+    fn lr(&self) -> f64;
+    /// Sets the learning rate (what schedules do); an error unless it is positive and finite.
+    fn set_lr(&mut self, lr: f64) -> Result<()>;
+}
+
+/// Checks that `value` (the option `what` of optimiser `op`) passes `ok`.
+fn check(op: &'static str, what: &str, value: f64, ok: bool, rule: &str) -> Result<()> {
+    if ok {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::InvalidArgument,
+        op,
+        format!("{what} = {value} {rule}"),
+    ))
+}
+
+fn check_lr(op: &'static str, lr: f64) -> Result<()> {
+    check(
+        op,
+        "the learning rate",
+        lr,
+        lr > 0.0 && lr.is_finite(),
+        "is not a positive number",
+    )
+}
+
+/// The parameters an optimiser may update: float tensors that require grad.
+fn check_params<E: Float>(op: &'static str, params: &[Parameter<E>]) -> Result<()> {
+    match params.iter().find(|p| !p.tensor.requires_grad()) {
+        Some(p) => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "the parameter `{}` does not require grad, so it would never be updated",
+                p.name
+            ),
+        )),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,195 @@
+//! Learning-rate schedules, with PyTorch's recursive ("chainable") formulas so that the rates
+//! match `torch.optim.lr_scheduler` to the last bit, not only in closed form.
+//!
+//! A schedule is made from an optimiser (which sets the rate of epoch 0, as PyTorch's
+//! constructors do) and stepped once per epoch after the optimiser's step.
+
+use super::Optimizer;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A learning-rate schedule.
+pub trait LrScheduler {
+    /// Advances one epoch and sets the optimiser's rate for it.
+    fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()>;
+    /// The number of steps taken (PyTorch's `last_epoch`).
+    fn last_epoch(&self) -> usize;
+}
+
+fn invalid(op: &'static str, msg: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument, op, msg)
+}
+
+/// Multiplies the rate by `gamma` every `step_size` epochs (PyTorch's `StepLR`).
+///
+/// ```
+/// use namedtensor::nn::{Linear, Module};
+/// use namedtensor::optim::{LrScheduler, Optimizer, Sgd, SgdConfig, StepLr};
+/// namedtensor::dims! { In, Out }
+/// let fc = Linear::<In, Out>::new(2, 2, 0);
+/// let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 1.0, ..SgdConfig::default() });
+/// let mut s = StepLr::new(&mut opt, 2, 0.5).unwrap();
+/// let mut rates = vec![opt.lr()];
+/// for _ in 0..4 { s.step(&mut opt).unwrap(); rates.push(opt.lr()); }
+/// assert_eq!(rates, [1.0, 1.0, 0.5, 0.5, 0.25]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct StepLr {
+    step_size: usize,
+    gamma: f64,
+    epoch: usize,
+}
+
+impl StepLr {
+    /// A schedule for `opt`; an error for `step_size` 0 or a `gamma` that is not positive.
+    pub fn new(_opt: &mut dyn Optimizer, step_size: usize, gamma: f64) -> Result<Self> {
+        if step_size == 0 || gamma.is_nan() || gamma <= 0.0 {
+            return Err(invalid(
+                "StepLR",
+                format!("step_size = {step_size} must be positive and gamma = {gamma} > 0"),
+            ));
+        }
+        Ok(StepLr {
+            step_size,
+            gamma,
+            epoch: 0,
+        })
+    }
+}
+
+impl LrScheduler for StepLr {
+    fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
+        self.epoch += 1;
+        if self.epoch.is_multiple_of(self.step_size) {
+            opt.set_lr(opt.lr() * self.gamma)?;
+        }
+        Ok(())
+    }
+
+    fn last_epoch(&self) -> usize {
+        self.epoch
+    }
+}
+
+/// Cosine annealing from the initial rate to `eta_min` over `t_max` epochs (PyTorch's
+/// `CosineAnnealingLR`, without restarts; past `t_max` it rises again as PyTorch's does).
+///
+/// ```
+/// use namedtensor::nn::{Linear, Module};
+/// use namedtensor::optim::{CosineAnnealingLr, LrScheduler, Optimizer, Sgd, SgdConfig};
+/// namedtensor::dims! { In, Out }
+/// let fc = Linear::<In, Out>::new(2, 2, 0);
+/// let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 1.0, ..SgdConfig::default() });
+/// let mut s = CosineAnnealingLr::new(&mut opt, 4, 0.0).unwrap();
+/// for _ in 0..2 { s.step(&mut opt).unwrap(); }
+/// assert!((opt.lr() - 0.5).abs() < 1e-12);
+/// ```
+#[derive(Clone, Debug)]
+pub struct CosineAnnealingLr {
+    t_max: usize,
+    eta_min: f64,
+    base_lr: f64,
+    epoch: usize,
+}
+
+impl CosineAnnealingLr {
+    /// A schedule for `opt`; an error for `t_max` 0 or a negative `eta_min`.
+    pub fn new(opt: &mut dyn Optimizer, t_max: usize, eta_min: f64) -> Result<Self> {
+        if t_max == 0 || eta_min.is_nan() || eta_min < 0.0 {
+            return Err(invalid(
+                "CosineAnnealingLR",
+                format!("t_max = {t_max} must be positive and eta_min = {eta_min} ≥ 0"),
+            ));
+        }
+        Ok(CosineAnnealingLr {
+            t_max,
+            eta_min,
+            base_lr: opt.lr(),
+            epoch: 0,
+        })
+    }
+}
+
+impl LrScheduler for CosineAnnealingLr {
+    fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
+        use std::f64::consts::PI;
+        self.epoch += 1;
+        let (e, t, lr, min) = (self.epoch as f64, self.t_max as f64, opt.lr(), self.eta_min);
+        let next =
+            if (self.epoch as i64 - 1 - self.t_max as i64).rem_euclid(2 * self.t_max as i64) == 0 {
+                lr + (self.base_lr - min) * (1.0 - (PI / t).cos()) / 2.0
+            } else {
+                (1.0 + (PI * e / t).cos()) / (1.0 + (PI * (e - 1.0) / t).cos()) * (lr - min) + min
+            };
+        opt.set_lr(next)
+    }
+
+    fn last_epoch(&self) -> usize {
+        self.epoch
+    }
+}
+
+/// Scales the initial rate linearly from `start_factor` to `end_factor` over `total_iters`
+/// epochs, then keeps it (PyTorch's `LinearLR`; a linear warm-up with `start_factor` < 1).
+///
+/// ```
+/// use namedtensor::nn::{Linear, Module};
+/// use namedtensor::optim::{LinearLr, LrScheduler, Optimizer, Sgd, SgdConfig};
+/// namedtensor::dims! { In, Out }
+/// let fc = Linear::<In, Out>::new(2, 2, 0);
+/// let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 1.0, ..SgdConfig::default() });
+/// let mut s = LinearLr::new(&mut opt, 0.25, 1.0, 3).unwrap();
+/// assert_eq!(opt.lr(), 0.25);
+/// for _ in 0..5 { s.step(&mut opt).unwrap(); }
+/// assert!((opt.lr() - 1.0).abs() < 1e-12);
+/// ```
+#[derive(Clone, Debug)]
+pub struct LinearLr {
+    start: f64,
+    end: f64,
+    total: usize,
+    epoch: usize,
+}
+
+impl LinearLr {
+    /// A schedule for `opt`, which it sets to `start_factor` times its rate; an error unless
+    /// `0 < start_factor ≤ 1` and `0 ≤ end_factor ≤ 1`.
+    pub fn new(
+        opt: &mut dyn Optimizer,
+        start_factor: f64,
+        end_factor: f64,
+        total_iters: usize,
+    ) -> Result<Self> {
+        if !(start_factor > 0.0 && start_factor <= 1.0 && (0.0..=1.0).contains(&end_factor)) {
+            return Err(invalid(
+                "LinearLR",
+                format!(
+                    "start_factor = {start_factor} must be in (0, 1] and end_factor = \
+                     {end_factor} in [0, 1]"
+                ),
+            ));
+        }
+        opt.set_lr(opt.lr() * start_factor)?;
+        Ok(LinearLr {
+            start: start_factor,
+            end: end_factor,
+            total: total_iters,
+            epoch: 0,
+        })
+    }
+}
+
+impl LrScheduler for LinearLr {
+    fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
+        self.epoch += 1;
+        if self.epoch > self.total {
+            return Ok(());
+        }
+        let (s, e) = (self.start, self.end);
+        let factor = 1.0 + (e - s) / (self.total as f64 * s + (self.epoch as f64 - 1.0) * (e - s));
+        opt.set_lr(opt.lr() * factor)
+    }
+
+    fn last_epoch(&self) -> usize {
+        self.epoch
+    }
+}

@@ -1,0 +1,142 @@
+//! [`Sgd`]: stochastic gradient descent with PyTorch's momentum, dampening, Nesterov and
+//! weight-decay rules.
+
+use super::{Optimizer, check, check_lr, check_params};
+use crate::autograd::no_grad;
+use crate::dtype::Float;
+use crate::error::Result;
+use crate::nn::Parameter;
+use crate::tensor::DynTensor;
+
+/// [`Sgd`]'s options, PyTorch's names and defaults (`lr` has none there; 0.01 here).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SgdConfig {
+    /// The learning rate, positive.
+    pub lr: f64,
+    /// The momentum factor, ≥ 0.
+    pub momentum: f64,
+    /// Dampening of the momentum, in `[0, 1]`.
+    pub dampening: f64,
+    /// L2 penalty added to the gradient, ≥ 0.
+    pub weight_decay: f64,
+    /// Nesterov momentum (needs momentum > 0 and no dampening).
+    pub nesterov: bool,
+}
+
+impl Default for SgdConfig {
+    fn default() -> Self {
+        SgdConfig {
+            lr: 0.01,
+            momentum: 0.0,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: false,
+        }
+    }
+}
+
+/// Per parameter: `d = g + wd·p`; with momentum `b = d` at the first step, then
+/// `b = μ·b + (1 − dampening)·d`, and `d = d + μ·b` (Nesterov) or `d = b`; `p -= lr·d`.
+pub struct Sgd<E: Float> {
+    params: Vec<Parameter<E>>,
+    config: SgdConfig,
+    buffers: Vec<Option<DynTensor<E>>>,
+}
+
+impl<E: Float> Sgd<E> {
+    /// An optimiser over `params`. Panics where [`Sgd::try_new`] fails.
+    #[track_caller]
+    pub fn new(params: Vec<Parameter<E>>, config: SgdConfig) -> Self {
+        crate::tensor::or_panic(Sgd::try_new(params, config))
+    }
+
+    /// [`Sgd::new`], or an error for an option out of range or a parameter that does not
+    /// require grad.
+    pub fn try_new(params: Vec<Parameter<E>>, config: SgdConfig) -> Result<Self> {
+        const OP: &str = "SGD";
+        check_lr(OP, config.lr)?;
+        let c = &config;
+        check(OP, "momentum", c.momentum, c.momentum >= 0.0, "is negative")?;
+        check(
+            OP,
+            "dampening",
+            c.dampening,
+            (0.0..=1.0).contains(&c.dampening),
+            "is not in [0, 1]",
+        )?;
+        check(
+            OP,
+            "weight_decay",
+            c.weight_decay,
+            c.weight_decay >= 0.0,
+            "is negative",
+        )?;
+        check(
+            OP,
+            "Nesterov momentum needs momentum > 0 and dampening 0; momentum",
+            c.momentum,
+            !c.nesterov || (c.momentum > 0.0 && c.dampening == 0.0),
+            &format!("with dampening {}", c.dampening),
+        )?;
+        check_params(OP, &params)?;
+        let buffers = params.iter().map(|_| None).collect();
+        Ok(Sgd {
+            params,
+            config,
+            buffers,
+        })
+    }
+
+    /// The options.
+    pub fn config(&self) -> &SgdConfig {
+        &self.config
+    }
+}
+
+impl<E: Float> Optimizer for Sgd<E> {
+    fn step(&mut self) -> Result<()> {
+        let c = self.config;
+        no_grad(|| {
+            for (p, buf) in self.params.iter().zip(&mut self.buffers) {
+                let Some(g) = p.tensor.grad() else { continue };
+                let p = &p.tensor;
+                let mut d = if c.weight_decay != 0.0 {
+                    g.try_add(&p.try_mul_scalar(c.weight_decay)?)?
+                } else {
+                    g
+                };
+                if c.momentum != 0.0 {
+                    let b = match buf {
+                        Some(b) => {
+                            b.try_mul_scalar_(c.momentum)?
+                                .try_add_(&d.try_mul_scalar(1.0 - c.dampening)?)?;
+                            b
+                        }
+                        None => buf.insert(d.clone()),
+                    };
+                    d = if c.nesterov {
+                        d.try_add(&b.try_mul_scalar(c.momentum)?)?
+                    } else {
+                        b.shallow_clone()
+                    };
+                }
+                p.try_sub_(&d.try_mul_scalar(c.lr)?)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn zero_grad(&self) {
+        self.params.iter().for_each(|p| p.tensor.zero_grad());
+    }
+
+    fn lr(&self) -> f64 {
+        self.config.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        check_lr("SGD", lr)?;
+        self.config.lr = lr;
+        Ok(())
+    }
+}

@@ -1,0 +1,503 @@
+//! The model writer's side of `nn` and `optim`: modules by dotted name, train/eval, the
+//! parameter store's checks, layers on any leading dims, and every bad input the issue lists
+//! giving a clear error that leaves the model untouched. (Numbers against PyTorch are in
+//! `nn_torch.rs`.)
+
+use namedtensor::nn::loss::{self, CrossEntropy};
+use namedtensor::nn::{
+    Dropout, Embedding, LayerNorm, Linear, Module, Visitor, load_parameters, save_parameters,
+};
+use namedtensor::optim::{
+    Adam, AdamConfig, LinearLr, Optimizer, Sgd, SgdConfig, StepLr, clip_grad_norm_,
+};
+use namedtensor::{DynTensor, ErrorKind, Tensor, dims};
+
+dims! { Batch, Seq, In, Out, Model, Hidden, Vocab, Classes, Rows, Cols }
+
+struct Block {
+    up: Linear<Model, Hidden>,
+    down: Linear<Hidden, Model>,
+    norm: LayerNorm<Model>,
+    drop: Dropout,
+}
+
+impl Module<f32> for Block {
+    fn visit(&self, v: &mut Visitor<'_, f32>) {
+        v.module("up", &self.up);
+        v.module("down", &self.down);
+        v.module("norm", &self.norm);
+        v.module("drop", &self.drop);
+    }
+}
+
+struct Net {
+    embed: Embedding<Vocab, Model>,
+    blocks: Vec<Block>,
+    head: Linear<Model, Classes>,
+}
+
+impl Module<f32> for Net {
+    fn visit(&self, v: &mut Visitor<'_, f32>) {
+        v.module("embed", &self.embed);
+        v.module("blocks", &self.blocks);
+        v.module("head", &self.head);
+    }
+}
+
+impl Net {
+    fn new(seed: u64) -> Net {
+        Net {
+            embed: Embedding::new(11, 4, seed),
+            blocks: (0..2)
+                .map(|i| Block {
+                    up: Linear::new(4, 6, seed + 10 + i),
+                    down: Linear::new(6, 4, seed + 40 + i),
+                    norm: LayerNorm::new(4),
+                    drop: Dropout::new(0.5, seed + 20 + i),
+                })
+                .collect(),
+            head: Linear::new(4, 3, seed + 30),
+        }
+    }
+
+    fn forward(&self, ids: &Tensor<i64, (Batch, Seq)>) -> Tensor<f32, (Batch, Seq, Classes)> {
+        let mut x = self.embed.forward(ids);
+        for b in &self.blocks {
+            x = b.drop.forward(
+                &b.norm
+                    .forward(&(b.down.forward(&b.up.forward(&x).relu()) + &x)),
+            );
+        }
+        self.head.forward(&x)
+    }
+}
+
+fn ids() -> Tensor<i64, (Batch, Seq)> {
+    Tensor::from_vec(vec![1, 2, 3, 10, 0, 5], [2, 3])
+}
+
+#[test]
+fn parameters_have_dotted_names_and_dims_in_visiting_order() {
+    let net = Net::new(0);
+    let params = net.parameters();
+    let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "embed.weight",
+            "blocks.0.up.weight",
+            "blocks.0.up.bias",
+            "blocks.0.down.weight",
+            "blocks.0.down.bias",
+            "blocks.0.norm.weight",
+            "blocks.0.norm.bias",
+            "blocks.1.up.weight",
+            "blocks.1.up.bias",
+            "blocks.1.down.weight",
+            "blocks.1.down.bias",
+            "blocks.1.norm.weight",
+            "blocks.1.norm.bias",
+            "head.weight",
+            "head.bias",
+        ]
+    );
+    assert_eq!(params[0].dims, ["Vocab", "Model"]);
+    assert_eq!(params[13].dims, ["Classes", "Model"]);
+    assert_eq!(
+        net.num_parameters(),
+        11 * 4 + 2 * (24 + 6 + 24 + 4 + 4 + 4) + 12 + 3
+    );
+    // Handles share the layer's storage: writing one changes the layer.
+    namedtensor::autograd::no_grad(|| params[13].tensor.fill_(0.0));
+    assert!(net.head.weight.to_vec().iter().all(|&w| w == 0.0));
+}
+
+#[test]
+fn train_and_eval_switch_every_dropout() {
+    let net = Net::new(1);
+    let a = net.forward(&ids()).to_vec();
+    let b = net.forward(&ids()).to_vec();
+    assert_ne!(a, b, "training: each call draws a new mask");
+    net.eval();
+    let c = net.forward(&ids()).to_vec();
+    assert_eq!(
+        c,
+        net.forward(&ids()).to_vec(),
+        "evaluation is deterministic"
+    );
+    net.train();
+    assert_ne!(net.forward(&ids()).to_vec(), c);
+}
+
+#[test]
+fn dropout_keeps_the_expectation_and_its_gradient_follows_the_mask() {
+    let drop = Dropout::new(0.25, 3);
+    let x = Tensor::<f64, (Rows, Cols)>::ones([200, 100]).requires_grad_(true);
+    let y = drop.forward(&x);
+    let v = y.to_vec();
+    let kept = v.iter().filter(|&&e| e != 0.0).count() as f64 / v.len() as f64;
+    assert!((kept - 0.75).abs() < 0.01, "kept {kept}");
+    assert!(
+        v.iter()
+            .all(|&e| e == 0.0 || (e - 1.0 / 0.75).abs() < 1e-15)
+    );
+    y.sum::<(Rows, Cols)>().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), v, "d(x·mask)/dx = mask");
+    assert!(Dropout::try_new(1.5, 0).is_err());
+    let all = Dropout::new(1.0, 0).forward(&x);
+    assert!(all.to_vec().iter().all(|&e| e == 0.0));
+}
+
+#[test]
+fn linear_works_on_any_leading_dims_and_any_position_of_its_input_dim() {
+    let fc = Linear::<In, Out, f64>::new(3, 2, 5);
+    let x = Tensor::<f64, (Batch, In)>::from_vec((0..12).map(f64::from).collect(), [4, 3]);
+    let y = fc.forward(&x);
+    // naive loop: y[b, o] = Σ_i x[b, i] W[o, i] + bias[o]
+    let (w, bias) = (fc.weight.to_vec(), fc.bias.as_ref().unwrap().to_vec());
+    let xs = x.to_vec();
+    for b in 0..4 {
+        for o in 0..2 {
+            let want: f64 = (0..3).map(|i| xs[b * 3 + i] * w[o * 3 + i]).sum::<f64>() + bias[o];
+            assert!((y.to_vec()[b * 2 + o] - want).abs() < 1e-12);
+        }
+    }
+    // `In` first: the result is (Batch, Out) all the same, by name.
+    let xt: Tensor<f64, (In, Batch)> = x.align_to::<(In, Batch)>();
+    let yt = fc.forward(&xt);
+    assert_eq!(yt.names(), ["Batch", "Out"]);
+    assert_eq!(yt.to_vec(), y.to_vec());
+    // A 0-d batch: (In,) -> (Out,)
+    let one = fc.forward(&Tensor::<f64, (In,)>::ones([3]));
+    assert_eq!(one.names(), ["Out"]);
+    // Bad sizes and an input that already has `Out`.
+    let err = fc
+        .try_forward(&Tensor::<f64, (Batch, In)>::ones([2, 4]))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    assert!(err.to_string().contains("In"), "{err}");
+    let err = fc
+        .try_forward(&Tensor::<f64, (Out, In)>::ones([2, 3]))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("already has the output dim `Out`"),
+        "{err}"
+    );
+    let err = Linear::<In, Out, f64>::try_from_parameters(
+        Tensor::zeros([2, 3]),
+        Some(Tensor::zeros([3])),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        err.to_string().contains("bias has 3 entries along `Out`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn default_initialisation_is_seeded_and_within_pytorchs_bounds() {
+    let a = Linear::<In, Out>::new(100, 50, 9);
+    let b = Linear::<In, Out>::new(100, 50, 9);
+    assert_eq!(a.weight.to_vec(), b.weight.to_vec());
+    assert_ne!(
+        a.weight.to_vec(),
+        Linear::<In, Out>::new(100, 50, 10).weight.to_vec()
+    );
+    let w = a.weight.to_vec();
+    assert!(w.iter().all(|x| x.abs() <= 0.1));
+    // Uniform on [-0.1, 0.1]: variance 0.01/3.
+    let var = w.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>() / w.len() as f64;
+    assert!((var - 0.01 / 3.0).abs() < 3e-4, "variance {var}");
+    assert!(a.weight.requires_grad() && a.weight.is_leaf());
+}
+
+#[test]
+fn classification_losses_reject_bad_labels_clearly() {
+    let logits = Tensor::<f32, (Batch, Classes)>::zeros([3, 4]);
+    let ce = CrossEntropy::default();
+    let out_of_range = Tensor::<i64, (Batch,)>::from_vec(vec![0, 4, 1], [3]);
+    let err = ce.try_forward(&logits, Classes, &out_of_range).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::IndexOutOfRange);
+    assert!(
+        err.to_string()
+            .contains("label 4 is out of range for the 4 classes along `Classes`"),
+        "{err}"
+    );
+    let negative = Tensor::<i64, (Batch,)>::from_vec(vec![0, -1, 1], [3]);
+    assert!(ce.try_forward(&logits, Classes, &negative).is_err());
+    let short = Tensor::<i64, (Batch,)>::from_vec(vec![0, 1], [2]);
+    let err = ce.try_forward(&logits, Classes, &short).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    assert!(
+        err.to_string().contains("[2]") && err.to_string().contains("[3, 4]"),
+        "{err}"
+    );
+    let bad_smoothing = CrossEntropy {
+        label_smoothing: 1.5,
+        ..CrossEntropy::default()
+    };
+    assert!(bad_smoothing.try_forward(&logits, Classes, &short).is_err());
+    // A float label tensor is a type error (labels are `i64` by type), so "wrong label
+    // dtype" cannot reach run time.
+    let err = loss::try_mse_loss(
+        &Tensor::<f32, (Batch, Classes)>::zeros([3, 4]),
+        &Tensor::<f32, (Batch, Classes)>::zeros([3, 5]),
+        loss::Reduction::Mean,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("[3, 5]"), "{err}");
+}
+
+#[test]
+fn optimisers_reject_bad_options_and_frozen_parameters() {
+    let fc = Linear::<In, Out>::new(2, 2, 0);
+    for lr in [0.0, -1.0, f64::NAN] {
+        let err = Sgd::try_new(
+            fc.parameters(),
+            SgdConfig {
+                lr,
+                ..SgdConfig::default()
+            },
+        )
+        .err()
+        .unwrap();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.to_string().contains("learning rate"), "{err}");
+        assert!(
+            Adam::try_new(
+                fc.parameters(),
+                AdamConfig {
+                    lr,
+                    ..AdamConfig::default()
+                }
+            )
+            .is_err()
+        );
+    }
+    let nesterov = SgdConfig {
+        nesterov: true,
+        ..SgdConfig::default()
+    };
+    assert!(Sgd::try_new(fc.parameters(), nesterov).is_err());
+    let betas = AdamConfig {
+        betas: (0.9, 1.0),
+        ..AdamConfig::default()
+    };
+    assert!(Adam::try_new(fc.parameters(), betas).is_err());
+    let mut params = fc.parameters();
+    params[1].tensor = params[1].tensor.detach();
+    let err = Sgd::try_new(params, SgdConfig::default()).err().unwrap();
+    assert!(
+        err.to_string().contains("`bias` does not require grad"),
+        "{err}"
+    );
+    let mut opt = Sgd::new(fc.parameters(), SgdConfig::default());
+    assert!(opt.set_lr(-0.5).is_err());
+    assert_eq!(opt.lr(), 0.01);
+    assert!(StepLr::new(&mut opt, 0, 0.5).is_err());
+    assert!(LinearLr::new(&mut opt, 0.0, 1.0, 3).is_err());
+    assert!(clip_grad_norm_(&fc.parameters(), -1.0).is_err());
+}
+
+#[test]
+fn step_skips_parameters_without_gradients_and_clip_scales_broadcast_gradients() {
+    let fc = Linear::<In, Out, f64>::new(2, 2, 0);
+    let before = fc.weight.to_vec();
+    let mut opt = Adam::new(fc.parameters(), AdamConfig::default());
+    // Only the bias gets a gradient, and it is a broadcast one (d Σb / db = 1).
+    fc.bias.as_ref().unwrap().sum::<Out>().backward();
+    clip_grad_norm_(&fc.parameters(), 0.5).unwrap();
+    let g = fc.bias.as_ref().unwrap().grad().unwrap().to_vec();
+    let norm = g.iter().map(|x| x * x).sum::<f64>().sqrt();
+    assert!((norm - 0.5).abs() < 1e-5, "clipped norm {norm}");
+    let b0 = fc.bias.as_ref().unwrap().to_vec();
+    opt.step().unwrap();
+    assert_eq!(fc.weight.to_vec(), before, "no gradient, no update");
+    let b1 = fc.bias.as_ref().unwrap().to_vec();
+    // Adam's first step moves each entry by lr against the sign of its gradient.
+    for (x, y) in b0.iter().zip(&b1) {
+        assert!((x - y - 1e-3).abs() < 1e-9, "{x} -> {y}");
+    }
+    opt.zero_grad();
+    assert!(fc.bias.as_ref().unwrap().grad().is_none());
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("nt-nn-api-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn the_parameter_store_round_trips_and_checks_names_shapes_and_dims() {
+    let path = temp("net.safetensors");
+    let a = Net::new(2);
+    save_parameters(&a, &path).unwrap();
+    let b = Net::new(3);
+    let mut opt = Sgd::new(b.parameters(), SgdConfig::default());
+    load_parameters(&b, &path).unwrap();
+    for (p, q) in a.parameters().iter().zip(b.parameters()) {
+        assert_eq!(p.tensor.to_vec(), q.tensor.to_vec(), "{}", p.name);
+    }
+    // The optimiser's handles see the loaded values (loading writes in place).
+    b.forward(&ids()).sum::<(Batch, Seq, Classes)>().backward();
+    opt.step().unwrap();
+    assert_ne!(b.head.weight.to_vec(), a.head.weight.to_vec());
+
+    // The file names the dims; PyTorch's reader sees plain tensors.
+    let bytes = std::fs::read(&path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header = String::from_utf8_lossy(&bytes[8..8 + n]);
+    assert!(
+        header.contains(r#""dims.head.weight":"Classes,Model""#),
+        "{header}"
+    );
+
+    // A module with other parameters, shapes or dims: refused, and left untouched.
+    struct Small {
+        head: Linear<Model, Classes>,
+    }
+    impl Module<f32> for Small {
+        fn visit(&self, v: &mut Visitor<'_, f32>) {
+            v.module("head", &self.head);
+        }
+    }
+    let small = Small {
+        head: Linear::new(4, 3, 0),
+    };
+    let untouched = small.head.weight.to_vec();
+    let err = load_parameters(&small, &path).unwrap_err();
+    assert!(
+        err.to_string().contains("tensors the module does not"),
+        "{err}"
+    );
+    assert_eq!(small.head.weight.to_vec(), untouched);
+
+    let wide = Net {
+        head: Linear::new(4, 5, 0),
+        ..Net::new(4)
+    };
+    let err = load_parameters(&wide, &path).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    assert!(
+        err.to_string().contains("`head.weight` has shape [3, 4]"),
+        "{err}"
+    );
+
+    // (Rows, Cols) data into a (Cols, Rows) parameter of the same shape: refused by name.
+    struct Square<A: namedtensor::Dim, B: namedtensor::Dim>
+    where
+        (B, A): namedtensor::Shape,
+    {
+        fc: Linear<A, B>,
+    }
+    impl<A: namedtensor::Dim, B: namedtensor::Dim> Module<f32> for Square<A, B>
+    where
+        (B, A): namedtensor::Shape,
+    {
+        fn visit(&self, v: &mut Visitor<'_, f32>) {
+            v.module("fc", &self.fc);
+        }
+    }
+    let rc = Square::<Rows, Cols> {
+        fc: Linear::new(3, 3, 0),
+    };
+    let cr = Square::<Cols, Rows> {
+        fc: Linear::new(3, 3, 1),
+    };
+    let square = temp("square.safetensors");
+    save_parameters(&rc, &square).unwrap();
+    let err = load_parameters(&cr, &square).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    assert!(
+        err.to_string().contains(
+            "`fc.weight` was saved with dims (Cols,Rows) but the parameter has dims (Rows,Cols)"
+        ),
+        "{err}"
+    );
+
+    // A missing tensor, another dtype, no file.
+    let partial = temp("partial.safetensors");
+    namedtensor::save_tensors(
+        &partial,
+        &[("head.weight", &DynTensor::<f32>::zeros(&[3, 4]))],
+    )
+    .unwrap();
+    let err = load_parameters(&small, &partial).unwrap_err();
+    assert!(err.to_string().contains("no tensor `head.bias`"), "{err}");
+    let doubles = temp("f64.safetensors");
+    save_parameters(&Linear::<Model, Classes, f64>::new(4, 3, 0), &doubles).unwrap();
+    assert_eq!(
+        load_parameters(&small.head, &doubles).unwrap_err().kind(),
+        ErrorKind::DTypeMismatch
+    );
+    assert_eq!(
+        load_parameters(&small, temp("none.safetensors"))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Io
+    );
+    for p in [path, square, partial, doubles] {
+        std::fs::remove_file(p).unwrap();
+    }
+}
+
+mod unfold_prop {
+    use namedtensor::DynTensor;
+    use namedtensor::ops::Window2d;
+    use proptest::prelude::*;
+
+    /// `unfold2d` by its definition, one entry at a time.
+    fn naive(x: &[f64], h: usize, w: usize, win: Window2d, oh: usize, ow: usize) -> Vec<f64> {
+        let mut out = Vec::new();
+        for a in 0..win.kernel.0 {
+            for b in 0..win.kernel.1 {
+                for i in 0..oh {
+                    for j in 0..ow {
+                        let r = (i * win.stride.0 + a * win.dilation.0) as isize
+                            - win.padding.0 as isize;
+                        let c = (j * win.stride.1 + b * win.dilation.1) as isize
+                            - win.padding.1 as isize;
+                        let inside = r >= 0 && c >= 0 && (r as usize) < h && (c as usize) < w;
+                        out.push(if inside {
+                            x[r as usize * w + c as usize]
+                        } else {
+                            -7.0
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Forward against the definition on random sizes and geometries (and a transposed,
+        /// non-contiguous input), and the gradient of a sum: each input entry gets the number
+        /// of window taps that read it.
+        #[test]
+        fn unfold2d_matches_its_definition(
+            h in 1usize..7, w in 1usize..7, kh in 1usize..4, kw in 1usize..4,
+            sh in 1usize..3, sw in 1usize..3, ph in 0usize..2, pw in 0usize..2,
+            dh in 1usize..3, dw in 1usize..3, seed in 0u64..1000,
+        ) {
+            let win = Window2d { kernel: (kh, kw), stride: (sh, sw), padding: (ph, pw), dilation: (dh, dw) };
+            let x = DynTensor::<f64>::randn(&[w, h], seed).t().requires_grad_(true);
+            match win.output_size(h, w) {
+                Err(_) => prop_assert!(x.try_unfold2d(win, -7.0).is_err()),
+                Ok((oh, ow)) => {
+                    let y = x.unfold2d(win, -7.0);
+                    prop_assert_eq!(y.shape(), &[kh, kw, oh, ow]);
+                    prop_assert_eq!(y.to_vec(), naive(&x.to_vec(), h, w, win, oh, ow));
+                    y.sum().backward();
+                    let index: Vec<f64> = (0..h * w).map(|v| v as f64).collect();
+                    let taps = naive(&index, h, w, win, oh, ow);
+                    let counts: Vec<f64> = (0..h * w)
+                        .map(|v| taps.iter().filter(|&&t| t == v as f64).count() as f64)
+                        .collect();
+                    prop_assert_eq!(x.grad().unwrap().to_vec(), counts);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,798 @@
+//! Layers, losses, optimisers, schedules and training against PyTorch:
+//! `tests/fixtures/nn.safetensors`, written by `tests/fixtures/make_nn.py` (PyTorch 2.15,
+//! CPU), holds PyTorch's inputs, parameters, outputs and gradients; the same computations are
+//! written here by names and compared (float64: relative 1e-9; float32: 1e-4).
+
+use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
+use namedtensor::nn::{
+    AvgPool2d, Conv2d, Embedding, LayerNorm, Linear, MaxPool2d, Module, RmsNorm,
+};
+use namedtensor::ops::Window2d;
+use namedtensor::optim::{
+    Adam, AdamConfig, CosineAnnealingLr, LinearLr, LrScheduler, Optimizer, Sgd, SgdConfig, StepLr,
+    clip_grad_norm_,
+};
+use namedtensor::{DynTensor, Float, Shape, Tensor, dims};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+dims! { Batch, Seq, In, Out, Model, Vocab, Classes, Pixels, Hidden, Channels, Features, Rows, Cols, Flat }
+
+type T = DynTensor<f64>;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/nn.safetensors");
+
+/// The float64 tensors of the fixture file (integer ones are read with [`ints`]).
+fn fx() -> &'static HashMap<String, T> {
+    static FX: OnceLock<HashMap<String, T>> = OnceLock::new();
+    FX.get_or_init(|| {
+        let bytes = std::fs::read(FIXTURES).unwrap();
+        all_keys(&bytes)
+            .into_iter()
+            // Integer tensors (labels, indices) are refused here and read with `ints`.
+            .filter_map(|key| {
+                Some((
+                    key.clone(),
+                    DynTensor::<f64>::load_named(FIXTURES, &key).ok()?,
+                ))
+            })
+            .collect()
+    })
+}
+
+/// The tensor names in a safetensors header: the keys followed by `{"dtype"`.
+fn all_keys(bytes: &[u8]) -> Vec<String> {
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+    header
+        .split("\":{\"dtype\"")
+        .filter_map(|part| part.rsplit_once('"').map(|(_, k)| k.to_string()))
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+fn ints(key: &str) -> DynTensor<i64> {
+    DynTensor::<i64>::load_named(FIXTURES, key).unwrap()
+}
+
+fn get(key: &str) -> T {
+    fx().get(key)
+        .unwrap_or_else(|| panic!("fixture {key} missing"))
+        .shallow_clone()
+}
+
+/// A leaf with the fixture's values.
+fn leaf(key: &str) -> T {
+    get(key).detach().requires_grad_(true)
+}
+
+fn close_vec(what: &str, ours: &[f64], torch: &[f64], rtol: f64) {
+    assert_eq!(ours.len(), torch.len(), "{what}: length");
+    for (i, (a, b)) in ours.iter().zip(torch).enumerate() {
+        assert!(
+            (a - b).abs() <= rtol * (1.0 + b.abs()),
+            "{what}[{i}]: ours {a}, PyTorch {b}"
+        );
+    }
+}
+
+fn close<E: Float>(what: &str, ours: &DynTensor<E>, torch: &T, rtol: f64) {
+    assert_eq!(ours.shape(), torch.shape(), "{what}: shape");
+    let ours: Vec<f64> = ours.to_vec().iter().map(|x| x.to_f64()).collect();
+    close_vec(what, &ours, &torch.to_vec(), rtol);
+}
+
+fn named<S: Shape>(t: T) -> Tensor<f64, S> {
+    t.refine_names()
+}
+
+#[test]
+fn layers_forward_and_backward() {
+    // Linear on (Batch, Seq, In) -> (Batch, Seq, Out)
+    let fc = Linear::<In, Out, f64>::from_parameters(
+        named(get("linear/param/weight")),
+        Some(named(get("linear/param/bias"))),
+    );
+    let x = named::<(Batch, Seq, In)>(leaf("linear/x"));
+    let y = fc.forward(&x);
+    close("linear y", y.as_dyn(), &get("linear/y"), 1e-12);
+    (y.as_dyn() * &get("linear/r")).sum().backward();
+    close(
+        "linear dx",
+        &x.grad().unwrap().into_dyn(),
+        &get("linear/grad/x"),
+        1e-12,
+    );
+    close(
+        "linear dW",
+        &fc.weight.grad().unwrap().into_dyn(),
+        &get("linear/grad/weight"),
+        1e-12,
+    );
+    close(
+        "linear db",
+        &fc.bias.as_ref().unwrap().grad().unwrap().into_dyn(),
+        &get("linear/grad/bias"),
+        1e-12,
+    );
+
+    let fc =
+        Linear::<In, Out, f64>::from_parameters(named(get("linear_nobias/param/weight")), None);
+    let x = named::<(Batch, In)>(leaf("linear_nobias/x"));
+    let y = fc.forward(&x);
+    close(
+        "linear_nobias y",
+        y.as_dyn(),
+        &get("linear_nobias/y"),
+        1e-12,
+    );
+    (y.as_dyn() * &get("linear_nobias/r")).sum().backward();
+    close(
+        "linear_nobias dW",
+        &fc.weight.grad().unwrap().into_dyn(),
+        &get("linear_nobias/grad/weight"),
+        1e-12,
+    );
+    assert_eq!(fc.parameters().len(), 1);
+
+    // LayerNorm over the last dim of (Batch, Seq, Model)
+    let mut ln = LayerNorm::<Model, f64>::new(6);
+    ln.weight = named(leaf("layer_norm/param/weight"));
+    ln.bias = named(leaf("layer_norm/param/bias"));
+    let x = named::<(Batch, Seq, Model)>(leaf("layer_norm/x"));
+    let y = ln.forward(&x);
+    close("layer_norm y", y.as_dyn(), &get("layer_norm/y"), 1e-10);
+    (y.as_dyn() * &get("layer_norm/r")).sum().backward();
+    close(
+        "layer_norm dx",
+        &x.grad().unwrap().into_dyn(),
+        &get("layer_norm/grad/x"),
+        1e-10,
+    );
+    close(
+        "layer_norm dw",
+        &ln.weight.grad().unwrap().into_dyn(),
+        &get("layer_norm/grad/weight"),
+        1e-10,
+    );
+    close(
+        "layer_norm db",
+        &ln.bias.grad().unwrap().into_dyn(),
+        &get("layer_norm/grad/bias"),
+        1e-10,
+    );
+
+    // The same LayerNorm applied to a tensor whose Model dim comes first: names, not positions.
+    let xt = named::<(Model, Batch, Seq)>(get("layer_norm/x").permute(&[2, 0, 1]));
+    let yt = ln.forward(&xt).align_to::<(Batch, Seq, Model)>();
+    close(
+        "layer_norm by name",
+        &yt.as_dyn().contiguous(),
+        &get("layer_norm/y"),
+        1e-10,
+    );
+
+    let mut rms = RmsNorm::<Model, f64>::new(6);
+    rms.weight = named(leaf("rms_norm/param/weight"));
+    let x = named::<(Batch, Model)>(leaf("rms_norm/x"));
+    let y = rms.forward(&x);
+    close("rms_norm y", y.as_dyn(), &get("rms_norm/y"), 1e-10);
+    (y.as_dyn() * &get("rms_norm/r")).sum().backward();
+    close(
+        "rms_norm dx",
+        &x.grad().unwrap().into_dyn(),
+        &get("rms_norm/grad/x"),
+        1e-10,
+    );
+    close(
+        "rms_norm dw",
+        &rms.weight.grad().unwrap().into_dyn(),
+        &get("rms_norm/grad/weight"),
+        1e-10,
+    );
+
+    let emb = Embedding::<Vocab, Model, f64>::from_weight(named(get("embedding/param/weight")));
+    let ids: Tensor<i64, (Batch, Seq)> = ints("embedding/ids").refine_names();
+    let y = emb.forward(&ids);
+    assert_eq!(y.names(), ["Batch", "Seq", "Model"]);
+    close("embedding y", y.as_dyn(), &get("embedding/y"), 0.0);
+    (y.as_dyn() * &get("embedding/r")).sum().backward();
+    close(
+        "embedding dW",
+        &emb.weight.grad().unwrap().into_dyn(),
+        &get("embedding/grad/weight"),
+        1e-12,
+    );
+}
+
+#[test]
+fn convolutions_pools_and_unfold_forward_and_backward() {
+    for (case, window) in [
+        ("conv2d", Window2d::new(3, 3).padding(1)),
+        (
+            "conv2d_strided",
+            Window2d {
+                kernel: (3, 2),
+                stride: (2, 1),
+                padding: (1, 0),
+                dilation: (1, 2),
+            },
+        ),
+    ] {
+        let conv = Conv2d::<Channels, Features, Rows, Cols, f64>::try_from_parameters(
+            named(get(&format!("{case}/param/weight"))),
+            Some(named(get(&format!("{case}/param/bias")))),
+            window,
+        )
+        .unwrap();
+        let x = named::<(Batch, Channels, Rows, Cols)>(leaf(&format!("{case}/x")));
+        let y = conv.forward(&x);
+        assert_eq!(y.names(), ["Batch", "Features", "Rows", "Cols"]);
+        close(case, y.as_dyn(), &get(&format!("{case}/y")), 1e-12);
+        (y.as_dyn() * &get(&format!("{case}/r"))).sum().backward();
+        close(
+            case,
+            &x.grad().unwrap().into_dyn(),
+            &get(&format!("{case}/grad/x")),
+            1e-12,
+        );
+        close(
+            case,
+            &conv.weight.grad().unwrap().into_dyn(),
+            &get(&format!("{case}/grad/weight")),
+            1e-12,
+        );
+        let db = conv.bias.as_ref().unwrap().grad().unwrap().into_dyn();
+        close(case, &db, &get(&format!("{case}/grad/bias")), 1e-12);
+        // Channels last: the same numbers, found by name.
+        let hwc = x.detach().align_to::<(Rows, Cols, Batch, Channels)>();
+        let y2 = conv
+            .forward(&hwc)
+            .align_to::<(Batch, Features, Rows, Cols)>();
+        close(
+            case,
+            &y2.as_dyn().contiguous(),
+            &get(&format!("{case}/y")),
+            1e-12,
+        );
+    }
+
+    let x = named::<(Batch, Channels, Rows, Cols)>(leaf("max_pool/x"));
+    let y =
+        MaxPool2d::<Rows, Cols>::with_window(Window2d::new(3, 3).stride(2).padding(1)).forward(&x);
+    close("max_pool", y.as_dyn(), &get("max_pool/y"), 0.0);
+    (y.as_dyn() * &get("max_pool/r")).sum().backward();
+    close(
+        "max_pool grad",
+        &x.grad().unwrap().into_dyn(),
+        &get("max_pool/grad/x"),
+        1e-12,
+    );
+
+    let x = named::<(Batch, Channels, Rows, Cols)>(leaf("avg_pool/x"));
+    let y = AvgPool2d::<Rows, Cols>::new(2).forward(&x);
+    close("avg_pool", y.as_dyn(), &get("avg_pool/y"), 1e-12);
+    (y.as_dyn() * &get("avg_pool/r")).sum().backward();
+    close(
+        "avg_pool grad",
+        &x.grad().unwrap().into_dyn(),
+        &get("avg_pool/grad/x"),
+        1e-12,
+    );
+
+    // F.unfold is unfold2d's windows seen as [N, C·KH·KW, L].
+    let x = leaf("unfold/x");
+    let w = Window2d {
+        kernel: (2, 3),
+        stride: (1, 2),
+        padding: (1, 1),
+        dilation: (2, 1),
+    };
+    let cols = x.unfold2d(w, 0.0);
+    let (n, c, k) = (2, 3, 6);
+    let l = cols.shape()[4] * cols.shape()[5];
+    let y = cols.reshape(&[n, c * k, l as isize]);
+    close("unfold", &y, &get("unfold/y"), 0.0);
+    (&y * &get("unfold/r")).sum().backward();
+    close(
+        "unfold grad (overlaps add up)",
+        &x.grad().unwrap(),
+        &get("unfold/grad/x"),
+        1e-12,
+    );
+}
+
+fn labels(case: &str) -> DynTensor<i64> {
+    ints(&format!("{case}/in1"))
+}
+
+#[test]
+fn losses_and_their_gradients() {
+    let cases: [(&str, CrossEntropy); 3] = [
+        ("ce_mean", CrossEntropy::default()),
+        (
+            "ce_smooth_sum",
+            CrossEntropy {
+                label_smoothing: 0.2,
+                reduction: Reduction::Sum,
+                ..CrossEntropy::default()
+            },
+        ),
+        (
+            "ce_smooth_mean",
+            CrossEntropy {
+                label_smoothing: 0.1,
+                ..CrossEntropy::default()
+            },
+        ),
+    ];
+    for (case, ce) in cases {
+        let x = named::<(Batch, Classes)>(leaf(&format!("{case}/in0")));
+        let y: Tensor<i64, (Batch,)> = labels(case).refine_names();
+        let l = ce.forward(&x, Classes, &y);
+        close(case, l.as_dyn(), &get(&format!("{case}/loss")), 1e-12);
+        l.backward();
+        close(
+            case,
+            &x.grad().unwrap().into_dyn(),
+            &get(&format!("{case}/grad0")),
+            1e-12,
+        );
+    }
+
+    // The class dim in the middle, (Batch, Classes, Seq): named, not "dim 1 by convention".
+    let x = named::<(Batch, Classes, Seq)>(leaf("ce_middle/in0"));
+    let y: Tensor<i64, (Batch, Seq)> = labels("ce_middle").refine_names();
+    let ce = CrossEntropy {
+        label_smoothing: 0.05,
+        ..CrossEntropy::default()
+    };
+    let l = ce.forward(&x, Classes, &y);
+    close("ce_middle", l.as_dyn(), &get("ce_middle/loss"), 1e-12);
+    l.backward();
+    close(
+        "ce_middle grad",
+        &x.grad().unwrap().into_dyn(),
+        &get("ce_middle/grad0"),
+        1e-12,
+    );
+
+    let x = named::<(Batch, Classes)>(leaf("nll_mean/in0"));
+    let y: Tensor<i64, (Batch,)> = labels("nll_mean").refine_names();
+    let l = loss::nll_loss(&x, Classes, &y);
+    close("nll", l.as_dyn(), &get("nll_mean/loss"), 1e-12);
+    l.backward();
+    close(
+        "nll grad",
+        &x.grad().unwrap().into_dyn(),
+        &get("nll_mean/grad0"),
+        1e-12,
+    );
+
+    for (case, red) in [("mse_mean", Reduction::Mean), ("mse_sum", Reduction::Sum)] {
+        let x = named::<(Batch, Out)>(leaf(&format!("{case}/in0")));
+        let t = named::<(Batch, Out)>(get(&format!("{case}/in1")));
+        let l = loss::mse_loss(&x, &t, red);
+        close(case, l.as_dyn(), &get(&format!("{case}/loss")), 1e-12);
+        l.backward();
+        close(
+            case,
+            &x.grad().unwrap().into_dyn(),
+            &get(&format!("{case}/grad0")),
+            1e-12,
+        );
+    }
+
+    let x = named::<(Batch, Out)>(leaf("bce_mean/in0"));
+    let t = named::<(Batch, Out)>(get("bce_mean/in1"));
+    let l = loss::bce_with_logits(&x, &t, Reduction::Mean);
+    close("bce", l.as_dyn(), &get("bce_mean/loss"), 1e-12);
+    l.backward();
+    // Includes logits 0 (where a max(x, 0) formulation has the wrong one-sided gradient) and ±60.
+    close(
+        "bce grad",
+        &x.grad().unwrap().into_dyn(),
+        &get("bce_mean/grad0"),
+        1e-12,
+    );
+}
+
+/// The fixture's toy problem: 6 steps on `tanh(x W + b)²` plus `0.1 Σ W³`.
+struct Toy {
+    w: Tensor<f64, (In, Out)>,
+    b: Tensor<f64, (Out,)>,
+}
+
+impl Module<f64> for Toy {
+    fn visit(&self, v: &mut namedtensor::nn::Visitor<'_, f64>) {
+        v.param("w", &self.w);
+        v.param("b", &self.b);
+    }
+}
+
+fn run_toy(case: &str, make: impl FnOnce(&Toy) -> Box<dyn Optimizer>) {
+    let toy = Toy {
+        w: named(leaf(&format!("{case}/init/w"))),
+        b: named(leaf(&format!("{case}/init/b"))),
+    };
+    let mut opt = make(&toy);
+    let xs = get(&format!("{case}/xs"));
+    for step in 0..6 {
+        opt.zero_grad();
+        let x = named::<(Batch, In)>(xs.select(0, step));
+        let y = (x.matmul(&toy.w) + &toy.b).tanh();
+        let loss = y.square().sum::<(Batch, Out)>() + toy.w.powf(3.0).sum::<(In, Out)>() * 0.1;
+        loss.backward();
+        opt.step().unwrap();
+    }
+    close(
+        case,
+        toy.w.as_dyn(),
+        &get(&format!("{case}/final/w")),
+        1e-11,
+    );
+    close(
+        case,
+        toy.b.as_dyn(),
+        &get(&format!("{case}/final/b")),
+        1e-11,
+    );
+}
+
+#[test]
+fn optimisers_match_pytorch_step_for_step() {
+    let sgd =
+        |c: SgdConfig| move |t: &Toy| Box::new(Sgd::new(t.parameters(), c)) as Box<dyn Optimizer>;
+    let adam =
+        |c: AdamConfig| move |t: &Toy| Box::new(Adam::new(t.parameters(), c)) as Box<dyn Optimizer>;
+    run_toy(
+        "sgd",
+        sgd(SgdConfig {
+            lr: 0.1,
+            ..SgdConfig::default()
+        }),
+    );
+    run_toy(
+        "sgd_momentum",
+        sgd(SgdConfig {
+            lr: 0.05,
+            momentum: 0.9,
+            dampening: 0.1,
+            weight_decay: 0.01,
+            nesterov: false,
+        }),
+    );
+    run_toy(
+        "sgd_nesterov",
+        sgd(SgdConfig {
+            lr: 0.05,
+            momentum: 0.8,
+            dampening: 0.0,
+            weight_decay: 0.001,
+            nesterov: true,
+        }),
+    );
+    run_toy(
+        "adam",
+        adam(AdamConfig {
+            lr: 0.03,
+            weight_decay: 0.02,
+            ..AdamConfig::default()
+        }),
+    );
+    run_toy(
+        "adam_amsgrad",
+        adam(AdamConfig {
+            lr: 0.03,
+            betas: (0.8, 0.99),
+            amsgrad: true,
+            ..AdamConfig::default()
+        }),
+    );
+    run_toy(
+        "adamw",
+        adam(AdamConfig {
+            lr: 0.03,
+            weight_decay: 0.1,
+            eps: 1e-6,
+            ..AdamConfig::adamw()
+        }),
+    );
+}
+
+#[test]
+fn schedules_match_pytorch_bit_for_bit() {
+    let fc = Linear::<In, Out>::new(2, 2, 0);
+    let run = |make: &dyn Fn(&mut dyn Optimizer) -> Box<dyn LrScheduler>, key: &str| {
+        let mut opt = Sgd::new(
+            fc.parameters(),
+            SgdConfig {
+                lr: 0.7,
+                ..SgdConfig::default()
+            },
+        );
+        let mut s = make(&mut opt);
+        let mut rates = vec![opt.lr()];
+        for _ in 0..12 {
+            s.step(&mut opt).unwrap();
+            rates.push(opt.lr());
+        }
+        assert_eq!(rates, get(&format!("schedule/{key}")).to_vec(), "{key}");
+    };
+    run(&|o| Box::new(StepLr::new(o, 3, 0.3).unwrap()), "step");
+    run(
+        &|o| Box::new(CosineAnnealingLr::new(o, 5, 0.01).unwrap()),
+        "cosine",
+    );
+    run(
+        &|o| Box::new(LinearLr::new(o, 0.1, 0.9, 4).unwrap()),
+        "linear",
+    );
+}
+
+#[test]
+fn clip_grad_norm_matches_pytorch() {
+    let p1 = DynTensor::<f64>::zeros(&[3, 4]).requires_grad_(true);
+    let p2 = DynTensor::<f64>::zeros(&[5]).requires_grad_(true);
+    p1.set_grad(Some(get("clip/g1").clone())).unwrap();
+    p2.set_grad(Some(get("clip/g2").clone())).unwrap();
+    let params = vec![
+        namedtensor::nn::Parameter {
+            name: "p1".into(),
+            tensor: p1.shallow_clone(),
+            dims: &["A", "B"],
+        },
+        namedtensor::nn::Parameter {
+            name: "p2".into(),
+            tensor: p2.shallow_clone(),
+            dims: &["C"],
+        },
+    ];
+    let total = clip_grad_norm_(&params, 2.5).unwrap();
+    close_vec("total", &[total], &get("clip/total").to_vec(), 1e-12);
+    close("clip 1", &p1.grad().unwrap(), &get("clip/after1"), 1e-12);
+    close("clip 2", &p2.grad().unwrap(), &get("clip/after2"), 1e-12);
+}
+
+/// The MLP of the fixture, written by names.
+struct Mlp<E: Float> {
+    fc1: Linear<Pixels, Hidden, E>,
+    fc2: Linear<Hidden, Classes, E>,
+}
+
+impl<E: Float> Module<E> for Mlp<E> {
+    fn visit(&self, v: &mut namedtensor::nn::Visitor<'_, E>) {
+        v.module("fc1", &self.fc1);
+        v.module("fc2", &self.fc2);
+    }
+}
+
+/// A model of the fixture's training runs.
+trait Classifier<E: Float>: Module<E> + Sized {
+    fn from_fixture(case: &str) -> Self;
+    fn forward(&self, x: &Tensor<E, (Batch, Pixels)>) -> Tensor<E, (Batch, Classes)>;
+}
+
+impl<E: Float> Classifier<E> for Mlp<E> {
+    fn from_fixture(case: &str) -> Self {
+        let p = |k: &str| get(&format!("{case}/init/{k}")).to_dtype::<E>();
+        Mlp {
+            fc1: Linear::from_parameters(
+                p("fc1.weight").refine_names(),
+                Some(p("fc1.bias").refine_names()),
+            ),
+            fc2: Linear::from_parameters(
+                p("fc2.weight").refine_names(),
+                Some(p("fc2.bias").refine_names()),
+            ),
+        }
+    }
+
+    fn forward(&self, x: &Tensor<E, (Batch, Pixels)>) -> Tensor<E, (Batch, Classes)> {
+        self.fc2.forward(&self.fc1.forward(x).relu())
+    }
+}
+
+/// The CNN of the fixture: two 3×3 convolutions with ReLU and 2×2 max pooling, then a
+/// linear layer over the flattened features.
+struct Cnn<E: Float> {
+    conv1: Conv2d<Channels, Features, Rows, Cols, E>,
+    conv2: Conv2d<Features, Hidden, Rows, Cols, E>,
+    fc: Linear<Flat, Classes, E>,
+}
+
+impl<E: Float> Module<E> for Cnn<E> {
+    fn visit(&self, v: &mut namedtensor::nn::Visitor<'_, E>) {
+        v.module("conv1", &self.conv1);
+        v.module("conv2", &self.conv2);
+        v.module("fc", &self.fc);
+    }
+}
+
+impl<E: Float> Classifier<E> for Cnn<E> {
+    fn from_fixture(case: &str) -> Self {
+        let p = |k: &str| get(&format!("{case}/init/{k}")).to_dtype::<E>();
+        let w = Window2d::new(3, 3).padding(1);
+        Cnn {
+            conv1: Conv2d::try_from_parameters(
+                p("conv1.weight").refine_names(),
+                Some(p("conv1.bias").refine_names()),
+                w,
+            )
+            .unwrap(),
+            conv2: Conv2d::try_from_parameters(
+                p("conv2.weight").refine_names(),
+                Some(p("conv2.bias").refine_names()),
+                w,
+            )
+            .unwrap(),
+            fc: Linear::from_parameters(
+                p("fc.weight").refine_names(),
+                Some(p("fc.bias").refine_names()),
+            ),
+        }
+    }
+
+    fn forward(&self, x: &Tensor<E, (Batch, Pixels)>) -> Tensor<E, (Batch, Classes)> {
+        let pool = MaxPool2d::<Rows, Cols>::new(2);
+        let img = x
+            .split::<Pixels, (Rows, Cols)>(&[8, 8])
+            .as_dyn()
+            .unsqueeze(1)
+            .refine_names::<(Batch, Channels, Rows, Cols)>();
+        let h = pool.forward(&self.conv1.forward(&img).relu());
+        let h = pool.forward(&self.conv2.forward(&h).relu());
+        self.fc.forward(&h.merge::<(Hidden, Rows, Cols), Flat>())
+    }
+}
+
+fn digits<E: Float>() -> (DynTensor<E>, DynTensor<i64>) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/data/digits.safetensors"
+    );
+    let images = DynTensor::<u8>::load_named(path, "images").unwrap();
+    let labels = DynTensor::<i64>::load_named(path, "labels").unwrap();
+    (
+        images.to_dtype::<f64>().div_scalar(16.0).to_dtype::<E>(),
+        labels,
+    )
+}
+
+/// Trains the fixture's MLP for 30 steps and compares every loss and the final weights.
+fn train<E: Float, M: Classifier<E>>(
+    case: &str,
+    make: impl FnOnce(Vec<namedtensor::nn::Parameter<E>>) -> Box<dyn Optimizer>,
+    clip: Option<f64>,
+    smoothing: f64,
+    rtol: f64,
+) {
+    let model = M::from_fixture(case);
+    let mut opt = make(model.parameters());
+    let (images, targets) = digits::<E>();
+    let batches = ints("mlp/batches");
+    let ce = CrossEntropy {
+        label_smoothing: smoothing,
+        ..CrossEntropy::default()
+    };
+    let mut losses = Vec::new();
+    for step in 0..30 {
+        let idx = batches.select(0, step);
+        let x: Tensor<E, (Batch, Pixels)> = images.index_select(0, &idx).refine_names();
+        let y: Tensor<i64, (Batch,)> = targets.index_select(0, &idx).refine_names();
+        opt.zero_grad();
+        let loss = ce.forward(&model.forward(&x), Classes, &y);
+        loss.backward();
+        if let Some(max) = clip {
+            clip_grad_norm_(&model.parameters(), max).unwrap();
+        }
+        opt.step().unwrap();
+        losses.push(loss.item().to_f64());
+    }
+    close_vec(
+        &format!("{case} losses"),
+        &losses,
+        &get(&format!("{case}/losses")).to_vec(),
+        rtol,
+    );
+    for p in model.parameters() {
+        close(
+            &format!("{case} final {}", p.name),
+            &p.tensor,
+            &get(&format!("{case}/final/{}", p.name)),
+            rtol,
+        );
+    }
+}
+
+#[test]
+fn mlp_trains_like_pytorch_with_adamw() {
+    let adamw = |p| {
+        Box::new(Adam::new(
+            p,
+            AdamConfig {
+                lr: 1e-2,
+                ..AdamConfig::adamw()
+            },
+        )) as Box<dyn Optimizer>
+    };
+    train::<f64, Mlp<f64>>("mlp_adamw", adamw, None, 0.0, 1e-9);
+    let adamw = |p| {
+        Box::new(Adam::new(
+            p,
+            AdamConfig {
+                lr: 1e-2,
+                ..AdamConfig::adamw()
+            },
+        )) as Box<dyn Optimizer>
+    };
+    train::<f32, Mlp<f32>>("mlp_adamw_f32", adamw, None, 0.0, 1e-4);
+}
+
+#[test]
+fn cnn_trains_like_pytorch_with_adamw() {
+    let adamw = |p| {
+        Box::new(Adam::new(
+            p,
+            AdamConfig {
+                lr: 1e-2,
+                ..AdamConfig::adamw()
+            },
+        )) as Box<dyn Optimizer>
+    };
+    train::<f64, Cnn<f64>>("cnn_adamw", adamw, None, 0.0, 1e-9);
+    let adamw = |p| {
+        Box::new(Adam::new(
+            p,
+            AdamConfig {
+                lr: 1e-2,
+                ..AdamConfig::adamw()
+            },
+        )) as Box<dyn Optimizer>
+    };
+    train::<f32, Cnn<f32>>("cnn_adamw_f32", adamw, None, 0.0, 1e-4);
+}
+
+#[test]
+fn mlp_trains_like_pytorch_with_sgd_momentum_clipping_and_smoothing() {
+    let sgd = |p| {
+        Box::new(Sgd::new(
+            p,
+            SgdConfig {
+                lr: 0.1,
+                momentum: 0.9,
+                ..SgdConfig::default()
+            },
+        )) as Box<dyn Optimizer>
+    };
+    train::<f64, Mlp<f64>>("mlp_sgd", sgd, Some(1.0), 0.1, 1e-9);
+    let sgd = |p| {
+        Box::new(Sgd::new(
+            p,
+            SgdConfig {
+                lr: 0.1,
+                momentum: 0.9,
+                ..SgdConfig::default()
+            },
+        )) as Box<dyn Optimizer>
+    };
+    train::<f32, Mlp<f32>>("mlp_sgd_f32", sgd, Some(1.0), 0.1, 1e-4);
+}
+
+#[test]
+fn a_pytorch_state_dict_loads_by_name() {
+    let model = Mlp::<f32>::from_fixture("mlp_sgd_f32");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mlp_state_dict.safetensors"
+    );
+    namedtensor::nn::load_parameters(&model, path).unwrap();
+    let (images, _) = digits::<f32>();
+    let x: Tensor<f32, (Batch, Pixels)> = images.narrow(0, 0, 5).refine_names();
+    close(
+        "logits",
+        model.forward(&x).as_dyn(),
+        &get("state_dict/logits_f32"),
+        1e-5,
+    );
+}
