@@ -837,3 +837,91 @@ proptest::proptest! {
         close(&format!("base after an in-place add through {ctx}"), &bc, &bd, 0.0)?;
     }
 }
+
+mod training {
+    use super::*;
+    use namedtensor::nn::loss::CrossEntropy;
+    use namedtensor::nn::{Conv2d, Linear, MaxPool2d, Module, Visitor};
+    use namedtensor::ops::Window2d;
+    use namedtensor::optim::{Adam, AdamConfig, Optimizer};
+    use namedtensor::{Tensor, dims};
+
+    dims! { Batch, Channels, Features, Rows, Cols, Flat, Classes }
+
+    struct Cnn {
+        conv: Conv2d<Channels, Features, Rows, Cols, f64>,
+        fc: Linear<Flat, Classes, f64>,
+    }
+
+    impl Module<f64> for Cnn {
+        fn visit(&self, v: &mut Visitor<'_, f64>) {
+            v.module("conv", &self.conv);
+            v.module("fc", &self.fc);
+        }
+    }
+
+    impl Cnn {
+        /// The same parameters as `cpu`'s, on `dev`.
+        fn on(dev: Device, cpu: &Cnn) -> Cnn {
+            fn mv<S: namedtensor::Shape>(dev: Device, t: &Tensor<f64, S>) -> Tensor<f64, S> {
+                t.as_dyn().to_device(dev).unwrap().clone().refine_names() // a copy on the CPU too
+            }
+            let (conv, fc) = (&cpu.conv, &cpu.fc);
+            Cnn {
+                conv: Conv2d::try_from_parameters(
+                    mv(dev, &conv.weight),
+                    conv.bias.as_ref().map(|b| mv(dev, b)),
+                    conv.window,
+                )
+                .unwrap(),
+                fc: Linear::from_parameters(
+                    mv(dev, &fc.weight),
+                    fc.bias.as_ref().map(|b| mv(dev, b)),
+                ),
+            }
+        }
+
+        fn forward(
+            &self,
+            x: &Tensor<f64, (Batch, Channels, Rows, Cols)>,
+        ) -> Tensor<f64, (Batch, Classes)> {
+            let h = MaxPool2d::<Rows, Cols>::new(2).forward(&self.conv.forward(x).relu());
+            self.fc.forward(&h.merge::<(Features, Rows, Cols), Flat>())
+        }
+    }
+
+    device_tests! {
+        /// Three steps of a small CNN (conv with padding, ReLU, max pooling, linear,
+        /// cross-entropy with label smoothing, AdamW) give the CPU's losses and parameters:
+        /// unfold2d, its index_add gradient and the optimiser's in-place updates on the device.
+        fn a_cnn_trains_as_on_the_cpu(dev: Device) {
+            let cpu = Cnn {
+                conv: Conv2d::new(2, 3, Window2d::new(3, 3).padding(1), 0),
+                fc: Linear::new(12, 4, 1),
+            };
+            let gpu = Cnn::on(dev, &cpu);
+            let x = DynTensor::<f64>::randn(&[5, 2, 4, 4], 2);
+            let y = DynTensor::from_vec(vec![0i64, 3, 1, 1, 2], &[5]);
+            let ce = CrossEntropy { label_smoothing: 0.1, ..CrossEntropy::default() };
+            let run = |m: &Cnn| {
+                let mut opt = Adam::new(m.parameters(), AdamConfig { lr: 0.05, ..AdamConfig::adamw() });
+                let xd: Tensor<f64, (Batch, Channels, Rows, Cols)> = on(m.fc.weight.as_dyn().device(), &x).refine_names();
+                let yd: Tensor<i64, (Batch,)> = on(m.fc.weight.as_dyn().device(), &y).refine_names();
+                let mut losses = Vec::new();
+                for _ in 0..3 {
+                    opt.zero_grad();
+                    let loss = ce.forward(&m.forward(&xd), Classes, &yd);
+                    loss.backward();
+                    opt.step().unwrap();
+                    losses.push(loss.item());
+                }
+                losses
+            };
+            let (lc, ld) = (run(&cpu), run(&gpu));
+            assert_close_all(&ld, &lc, 1e-10, 1e-12, "losses");
+            for (p, q) in cpu.parameters().iter().zip(gpu.parameters()) {
+                assert_close_all(&host(dev, &q.tensor), &host(Device::Cpu, &p.tensor), 1e-10, 1e-12, &p.name);
+            }
+        }
+    }
+}
