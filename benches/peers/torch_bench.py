@@ -66,6 +66,28 @@ def cases():
         rt.sum().backward()
 
     table["attention_train_b32_s128_h256"] = attention
+
+    # Whole nn training steps (src/main.rs, nn_training_cases): AdamW, batch 32 of 8x8.
+    xd = torch.rand(32, 64)
+    yd = torch.arange(32) % 10
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    cnn = torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 8, 8)),
+        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(128, 10))
+
+    def train_step(model):
+        opt = torch.optim.AdamW(model.parameters())
+
+        def step():
+            opt.zero_grad()
+            F.cross_entropy(model(xd), yd).backward()
+            opt.step()
+        return step
+
+    table["nn_mlp_adamw_b32_64x128x10"] = train_step(mlp)
+    table["nn_cnn_adamw_b32_8x8"] = train_step(cnn)
     return table
 
 

@@ -49,6 +49,30 @@ pub(crate) fn index_select<E: Copy + Send + Sync>(
     let rows = outer_sizes.iter().product::<usize>() * index.len();
     let n = rows * inner_n;
     let mut out: Vec<E> = take_buffer(n);
+    if inner_n == 1 && !index.is_empty() {
+        // Selecting along the innermost dim (a gather of single elements, as unfold2d does):
+        // one output run of `index.len()` elements per outer position, read in a tight loop
+        // instead of one strided walk per element.
+        let len = index.len();
+        let step = strides[dim];
+        for_each_row_chunk(
+            &mut out.spare_capacity_mut()[..n],
+            rows / len,
+            len,
+            |range, chunk| {
+                for (o, dst) in range.zip(chunk.chunks_mut(len)) {
+                    let base = layout.offset() + unravel(o, outer_sizes, outer_strides);
+                    for (d, &i) in dst.iter_mut().zip(index) {
+                        d.write(src[base + i * step]);
+                    }
+                }
+            },
+        );
+        // SAFETY: the chunks cover the `rows / len` outer positions once each, and each
+        // writes its `len` slots, so the first `n = rows` slots are initialised.
+        unsafe { out.set_len(n) };
+        return out;
+    }
     // Output row `r` is entry `index[r % len]` of dim `dim` at outer index `r / len`.
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
