@@ -325,3 +325,29 @@ fn out_of_range_indices_are_errors() {
     let x = DynTensor::from_vec(vec![1i64, 0, 1, 1], &[2, 2]);
     assert_eq!(x.gather(1, &x).to_vec(), vec![0, 1, 1, 1]);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// `equal` against comparing the elements on the host: a view equals its contiguous copy,
+    /// and stops being equal when one element of the copy changes or the shape differs.
+    #[test]
+    fn equal_compares_shapes_and_elements(
+        s in shape(0..=4, 1..4),
+        kind in view_kind(),
+        at in 0usize..1000,
+    ) {
+        let t: DynTensor<i32> = make_view(&s, kind, 3);
+        let copy = t.contiguous().clone();
+        prop_assert!(t.equal(&copy) && copy.equal(&t));
+        let flat = copy.reshape(&[-1]);
+        let n = flat.numel();
+        let i = at % n;
+        flat.set(&[i], flat.get(&[i]).wrapping_add(1));
+        prop_assert!(!t.equal(&copy));
+        prop_assert_eq!(t.equal(&copy), t.to_vec() == copy.to_vec());
+        if !s.is_empty() {
+            prop_assert!(!t.equal(&t.reshape(&[-1]).unsqueeze(0)) || s.len() == 2 && s[0] == 1);
+        }
+    }
+}

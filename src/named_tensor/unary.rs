@@ -57,6 +57,25 @@ impl<E: Numeric, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 }
 
+impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+    /// Whether `other` (of the same dims) has the same sizes and elements; see
+    /// [`DynTensor::equal`](crate::DynTensor::equal).
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let a = Tensor::<i64, (Rows, Cols)>::zeros([2, 3]);
+    /// assert!(a.equal(&Tensor::zeros([2, 3])));
+    /// assert!(!a.equal(&Tensor::zeros([3, 2])));
+    /// ```
+    pub fn equal(&self, other: &Tensor<E, S, P>) -> bool
+    where
+        E: crate::ops::Promote<E>,
+    {
+        self.raw.equal(&other.raw)
+    }
+}
+
 /// `tensor op scalar` and `scalar op tensor` for one scalar type (as for `DynTensor`: one
 /// float and one integer type, so that literals infer).
 macro_rules! named_scalar_ops {

@@ -192,6 +192,30 @@ impl<E: Element> DynTensor<E> {
         where_(cond, self, other)
     }
 
+    /// Whether `other` has the same shape and the same elements (PyTorch's `torch.equal`;
+    /// NaN equals nothing, `-0.0` equals `0.0`). Differently shaped tensors are unequal, not
+    /// an error; tensors on two devices are compared on the host.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::from_vec(vec![1.0f32, 2.0], &[2]);
+    /// assert!(a.equal(&DynTensor::from_vec(vec![1.0, 2.0], &[2])));
+    /// assert!(!a.equal(&DynTensor::from_vec(vec![1.0, 2.0], &[2, 1])));
+    /// assert!(!DynTensor::from_vec(vec![f32::NAN], &[1]).equal(&DynTensor::from_vec(vec![f32::NAN], &[1])));
+    /// ```
+    pub fn equal(&self, other: &DynTensor<E>) -> bool
+    where
+        E: Promote<E>,
+    {
+        if self.shape() != other.shape() {
+            return false;
+        }
+        if self.device() != other.device() {
+            return self.to_vec() == other.to_vec();
+        }
+        self.try_eq(other).is_ok_and(|same| same.all())
+    }
+
     /// A copy with `value` wherever `mask` (broadcast to this shape) is true.
     /// Panics where [`DynTensor::try_masked_fill`] fails.
     ///

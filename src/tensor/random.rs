@@ -80,6 +80,51 @@ impl<E: Float> DynTensor<E> {
     }
 }
 
+impl<E: crate::dtype::Numeric> DynTensor<E> {
+    /// Integers drawn uniformly from `[low, high)`, seeded, as values of `E` (PyTorch's
+    /// `randint`; `E` is usually `i64`). Panics where [`DynTensor::try_randint`] fails.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let t = DynTensor::<i64>::randint(-3, 4, &[1000], 5);
+    /// assert!(t.to_vec().iter().all(|v| (-3..4).contains(v)));
+    /// assert_eq!(t.to_vec(), DynTensor::<i64>::randint(-3, 4, &[1000], 5).to_vec());
+    /// assert!((-3..4).all(|v| t.to_vec().contains(&v))); // every value occurs
+    /// ```
+    #[track_caller]
+    pub fn randint(low: i64, high: i64, shape: &[usize], seed: u64) -> Self {
+        or_panic(Self::try_randint(low, high, shape, seed))
+    }
+
+    /// [`DynTensor::randint`], or an error when `low >= high` or a value in the range does
+    /// not fit `E` exactly.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// assert!(DynTensor::<i64>::try_randint(3, 3, &[2], 0).is_err());
+    /// assert!(DynTensor::<u8>::try_randint(0, 300, &[2], 0).is_err());
+    /// ```
+    pub fn try_randint(low: i64, high: i64, shape: &[usize], seed: u64) -> Result<Self> {
+        let fits = |v: i64| E::from_i64(v).to_i64() == v;
+        if low >= high || !fits(low) || !fits(high - 1) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "randint",
+                format!(
+                    "the range [{low}, {high}) is empty or does not fit {}",
+                    E::DTYPE
+                ),
+            ));
+        }
+        let n = checked_len("randint", shape)?;
+        crate::storage::reserve_buffer::<E>("randint", n)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut data = crate::storage::take_buffer(n);
+        data.extend((0..n).map(|_| E::from_i64(rng.random_range(low..high))));
+        DynTensor::from_contiguous_vec(data, shape)
+    }
+}
+
 impl DynTensor<i64> {
     /// A random permutation of `0..n`, seeded (PyTorch's `randperm`): a Fisher–Yates shuffle
     /// driven by ChaCha8, the same on every machine.
