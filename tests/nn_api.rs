@@ -501,3 +501,35 @@ mod unfold_prop {
         }
     }
 }
+
+#[test]
+fn attention_checks_its_geometry_and_names_its_parameters() {
+    dims! { Heads, HeadDim }
+    use namedtensor::nn::MultiHeadAttention;
+    let err = MultiHeadAttention::<Model, Heads, HeadDim>::try_new(10, 3, 0)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("3 heads do not divide the model size 10"),
+        "{err}"
+    );
+    let attn = MultiHeadAttention::<Model, Heads, HeadDim>::new(12, 3, 0);
+    let p = attn.parameters();
+    assert_eq!(
+        p.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        [
+            "q", "k", "v", "q_bias", "k_bias", "v_bias", "out", "out_bias"
+        ]
+    );
+    assert_eq!(p[0].dims, ["Heads", "HeadDim", "Model"]);
+    assert_eq!(p[0].tensor.shape(), &[3, 4, 12]);
+    // PyTorch's Xavier bound over the [3·12, 12] in_proj_weight: sqrt(6 / 48).
+    let bound = (6.0f64 / 48.0).sqrt() as f32;
+    assert!(p[0].tensor.to_vec().iter().all(|w| w.abs() <= bound));
+    let x = Tensor::<f32, (Batch, Seq, Model)>::ones([2, 3, 11]);
+    assert_eq!(
+        attn.try_forward(&x, Seq).unwrap_err().kind(),
+        ErrorKind::ShapeMismatch
+    );
+}

@@ -5,7 +5,7 @@
 
 use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
 use namedtensor::nn::{
-    AvgPool2d, Conv2d, Embedding, LayerNorm, Linear, MaxPool2d, Module, RmsNorm,
+    AvgPool2d, Conv2d, Embedding, LayerNorm, Linear, MaxPool2d, Module, MultiHeadAttention, RmsNorm,
 };
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{
@@ -16,7 +16,7 @@ use namedtensor::{DynTensor, Float, Shape, Tensor, dims};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-dims! { Batch, Seq, In, Out, Model, Vocab, Classes, Pixels, Hidden, Channels, Features, Rows, Cols, Flat }
+dims! { Batch, Seq, In, Out, Model, Vocab, Classes, Pixels, Hidden, Channels, Features, Rows, Cols, Flat, Heads, HeadDim }
 
 type T = DynTensor<f64>;
 
@@ -300,6 +300,67 @@ fn convolutions_pools_and_unfold_forward_and_backward() {
         &get("unfold/grad/x"),
         1e-12,
     );
+}
+
+#[test]
+fn multi_head_attention_matches_pytorch_causal_or_not() {
+    for (case, causal) in [("mha", false), ("mha_causal", true)] {
+        let p = |k: &str| get(&format!("{case}/param/{k}"));
+        let g = |k: &str| get(&format!("{case}/grad/{k}"));
+        // PyTorch's in_proj rows are q, k, v; each [8, 8] is (Heads, HeadDim) × Model.
+        let rows = |t: &T, i: isize| t.narrow(0, 8 * i, 8).contiguous();
+        let (w, b) = (p("in_proj_weight"), p("in_proj_bias"));
+        let attn = MultiHeadAttention::<Model, Heads, HeadDim, f64>::try_from_parameters(
+            [0, 1, 2].map(|i| rows(&w, i).reshape(&[2, 4, 8]).refine_names()),
+            [0, 1, 2].map(|i| rows(&b, i).reshape(&[2, 4]).refine_names()),
+            p("out_proj.weight").reshape(&[8, 2, 4]).refine_names(),
+            p("out_proj.bias").refine_names(),
+        )
+        .unwrap()
+        .causal(causal);
+        let x = named::<(Batch, Seq, Model)>(leaf(&format!("{case}/x")));
+        let y = attn.forward(&x, Seq);
+        close(case, y.as_dyn(), &get(&format!("{case}/y")), 1e-12);
+        (y.as_dyn() * &get(&format!("{case}/r"))).sum().backward();
+        close(case, &x.grad().unwrap().into_dyn(), &g("x"), 1e-12);
+        let gw = DynTensor::cat(
+            &[&attn.q, &attn.k, &attn.v]
+                .map(|t| t.grad().unwrap().into_dyn().reshape(&[8, 8]))
+                .iter()
+                .collect::<Vec<_>>(),
+            0,
+        );
+        close(case, &gw, &g("in_proj_weight"), 1e-12);
+        let gb = DynTensor::cat(
+            &[&attn.q_bias, &attn.k_bias, &attn.v_bias]
+                .map(|t| t.grad().unwrap().into_dyn().reshape(&[8]))
+                .iter()
+                .collect::<Vec<_>>(),
+            0,
+        );
+        close(case, &gb, &g("in_proj_bias"), 1e-12);
+        close(
+            case,
+            &attn.out.grad().unwrap().into_dyn().reshape(&[8, 8]),
+            &g("out_proj.weight"),
+            1e-12,
+        );
+        close(
+            case,
+            &attn.out_bias.grad().unwrap().into_dyn(),
+            &g("out_proj.bias"),
+            1e-12,
+        );
+        // Sequence first: the same numbers, found by name.
+        let sbm = x.detach().align_to::<(Seq, Batch, Model)>();
+        let y2 = attn.forward(&sbm, Seq).align_to::<(Batch, Seq, Model)>();
+        close(
+            case,
+            &y2.as_dyn().contiguous(),
+            &get(&format!("{case}/y")),
+            1e-12,
+        );
+    }
 }
 
 fn labels(case: &str) -> DynTensor<i64> {

@@ -130,9 +130,13 @@ where
             <S as HasDim<W, P>>::AXIS,
         ];
         let bias = self.bias.as_ref().map(Tensor::as_dyn);
-        let y = with_last(x.as_dyn(), &axes, [In::NAME, H::NAME, W::NAME], |t| {
-            t.try_conv2d(self.weight.as_dyn(), bias, self.window)
-        })?;
+        let y = with_last(
+            "Conv2d",
+            x.as_dyn(),
+            &axes,
+            [In::NAME, H::NAME, W::NAME],
+            |t| t.try_conv2d(self.weight.as_dyn(), bias, self.window),
+        )?;
         Ok(Tensor::wrap(y))
     }
 }
@@ -150,7 +154,8 @@ where
 /// Runs `f` on `x` with the axes `axes` moved last and every other axis flattened into one
 /// leading batch axis, and puts the result's axes back where `x` had them (`f` keeps the
 /// rank: `[N, a, b, c] → [N, a', b', c']`).
-fn with_last<E: Float>(
+pub(super) fn with_last<E: Float>(
+    op: &'static str,
     x: &DynTensor<E>,
     axes: &[isize],
     names: impl AsRef<[&'static str]>,
@@ -161,7 +166,7 @@ fn with_last<E: Float>(
     if let Some(i) = (1..axes.len()).find(|&i| axes[..i].contains(&axes[i])) {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
-            "conv2d",
+            op,
             format!("the layer names the dim `{}` twice", names[i]),
         ));
     }
@@ -219,7 +224,7 @@ macro_rules! pool_layer {
                 S: HasDim<H, P> + HasDim<W, P>,
             {
                 let axes = [<S as HasDim<H, P>>::AXIS, <S as HasDim<W, P>>::AXIS];
-                let y = with_last(x.as_dyn(), &axes, [H::NAME, W::NAME], |t| t.$op(self.window))?;
+                let y = with_last(stringify!($name), x.as_dyn(), &axes, [H::NAME, W::NAME], |t| t.$op(self.window))?;
                 Ok(Tensor::wrap(y))
             }
         }

@@ -13,6 +13,7 @@
 //!
 //! Parameters and initialisations follow PyTorch's `torch.nn`, seeded.
 
+mod attention;
 mod conv;
 mod dropout;
 mod embedding;
@@ -24,6 +25,7 @@ mod module;
 mod rms_norm;
 mod store;
 
+pub use attention::MultiHeadAttention;
 pub use conv::{AvgPool2d, Conv2d, ConvOut, ConvWeight, KernelCols, KernelRows, MaxPool2d};
 pub use dropout::Dropout;
 pub use embedding::{Embedded, Embedding};
