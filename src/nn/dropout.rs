@@ -79,16 +79,8 @@ impl Dropout {
             1.0 / (1.0 - self.p)
         };
         let mask = keep.to_dtype::<E>().mul_scalar(scale);
-        Tensor::wrap(x.mul(&to_device(mask, x)))
-    }
-}
-
-/// `mask` on `like`'s device.
-fn to_device<E: Element>(mask: DynTensor<E>, like: &DynTensor<E>) -> DynTensor<E> {
-    if mask.device() == like.device() {
-        mask
-    } else {
-        or_panic(mask.to_device(like.device()))
+        // `to_device` is a no-op handle on the same device.
+        Tensor::wrap(x.mul(&or_panic(mask.to_device(x.device()))))
     }
 }
 

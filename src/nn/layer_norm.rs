@@ -58,7 +58,8 @@ impl<D: Dim, E: Float> LayerNorm<D, E> {
         let axis = <S as HasDim<D, P>>::AXIS;
         let x = x.as_dyn();
         let centered = x.try_sub(&x.try_mean_dim(axis, true)?)?;
-        let var = x.try_var_dims(&[axis], 0, true)?;
+        // The biased variance from the centred values (one mean pass, not two).
+        let var = centered.square().try_mean_dim(axis, true)?;
         let normed = centered.try_mul(&var.try_add_scalar(self.eps)?.rsqrt())?;
         let scaled = normed.try_mul(&along(&self.weight, axis, x.dim())?)?;
         Ok(Tensor::wrap(scaled.try_add(&along(

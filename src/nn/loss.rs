@@ -163,16 +163,7 @@ macro_rules! classification_forms {
             where
                 S: RemoveDim<C, P>,
             {
-                let parts = classification(&Classification {
-                    op: $op,
-                    input: $input.as_dyn(),
-                    axis: <S as RemoveDim<C, P>>::AXIS as usize,
-                    names: full_names::<S, P>(),
-                    labels: labels.as_dyn(),
-                    ignore_index: self.ignore_index,
-                    smoothing: $smoothing(self),
-                    from_logits: $from_logits,
-                })?;
+                let parts = self.parts($input, labels)?;
                 Ok(Tensor::wrap(parts.reduce(self.reduction)?))
             }
 
@@ -201,7 +192,19 @@ macro_rules! classification_forms {
             where
                 S: RemoveDim<C, P>,
             {
-                let parts = classification(&Classification {
+                let parts = self.parts($input, labels)?;
+                Ok(Tensor::wrap(parts.per_item()?))
+            }
+            /// The unreduced terms of this loss for `input` with class dim `C`.
+            fn parts<E: Float, S, P: Shape, C>(
+                &self,
+                $input: &Tensor<E, S, P>,
+                labels: &Labels<S, C, P>,
+            ) -> Result<Parts<E>>
+            where
+                S: RemoveDim<C, P>,
+            {
+                classification(&Classification {
                     op: $op,
                     input: $input.as_dyn(),
                     axis: <S as RemoveDim<C, P>>::AXIS as usize,
@@ -210,8 +213,7 @@ macro_rules! classification_forms {
                     ignore_index: self.ignore_index,
                     smoothing: $smoothing(self),
                     from_logits: $from_logits,
-                })?;
-                Ok(Tensor::wrap(parts.per_item()?))
+                })
             }
         }
     };

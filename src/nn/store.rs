@@ -118,11 +118,7 @@ pub fn load_parameters<E: Element, M: Module<E> + ?Sized>(
     }
     crate::autograd::no_grad(|| {
         for (p, t) in &pairs {
-            let t = if t.device() == p.tensor.device() {
-                t.shallow_clone()
-            } else {
-                t.to_device(p.tensor.device())?
-            };
+            let t = t.to_device(p.tensor.device())?; // a handle when already there
             p.tensor.try_copy_(&t)?;
         }
         Ok(())
