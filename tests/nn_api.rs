@@ -533,3 +533,41 @@ fn attention_checks_its_geometry_and_names_its_parameters() {
         ErrorKind::ShapeMismatch
     );
 }
+
+#[test]
+fn transformer_block_names_its_parts_checks_sizes_and_drops_only_in_training() {
+    dims! { Heads, HeadDim }
+    use namedtensor::nn::TransformerBlock;
+    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(10, 3, 8, 0.0, 0);
+    assert!(
+        bad.err()
+            .unwrap()
+            .to_string()
+            .contains("3 heads do not divide")
+    );
+    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(8, 2, 8, 1.5, 0);
+    assert!(bad.err().unwrap().to_string().contains("p = 1.5"));
+    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(8, 2, 16, 0.5, 0);
+    let names: Vec<String> = block.parameters().into_iter().map(|p| p.name).collect();
+    assert_eq!(names.len(), 16);
+    assert_eq!(names[0], "norm1.weight");
+    assert_eq!(names[2], "attn.q");
+    assert_eq!(names[12], "ff1.weight");
+    assert_eq!(block.parameters()[12].dims, ["Hidden", "Model"]);
+    let x = Tensor::<f32, (Batch, Seq, Model)>::randn([2, 3, 8], 1);
+    // The model dim's size is checked before anything runs, and the error names it.
+    let wrong = Tensor::<f32, (Batch, Seq, Model)>::ones([2, 3, 7]);
+    let err = block.try_forward(&wrong, Seq).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
+    assert!(err.to_string().contains("7 entries along `Model`"), "{err}");
+    // Dropout at 0.5 makes two training passes differ; in evaluation they agree.
+    assert_ne!(
+        block.forward(&x, Seq).to_vec(),
+        block.forward(&x, Seq).to_vec()
+    );
+    block.eval();
+    assert_eq!(
+        block.forward(&x, Seq).to_vec(),
+        block.forward(&x, Seq).to_vec()
+    );
+}

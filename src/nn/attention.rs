@@ -178,7 +178,7 @@ where
     }
 
     /// `[N, S, M]` to `[N, S, M]`.
-    fn attend(&self, x: &DynTensor<E>) -> Result<DynTensor<E>> {
+    pub(super) fn attend(&self, x: &DynTensor<E>) -> Result<DynTensor<E>> {
         let s = self.q.shape();
         let (h, d, m) = (s[0] as isize, s[1] as isize, s[2] as isize);
         let (n, len) = (x.shape()[0] as isize, x.shape()[1] as isize);

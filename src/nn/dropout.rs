@@ -66,11 +66,15 @@ impl Dropout {
 
     /// `x` with entries dropped (in training) or unchanged (in evaluation).
     pub fn forward<E: Float, S: Shape, P: Shape>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P> {
+        Tensor::wrap(self.apply(x.as_dyn()))
+    }
+
+    /// [`Dropout::forward`] on a positional tensor (layers built on this one call it).
+    pub(super) fn apply<E: Float>(&self, x: &DynTensor<E>) -> DynTensor<E> {
         if !self.training.is_training() || self.p == 0.0 {
             return x.shallow_clone();
         }
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
-        let x = x.as_dyn();
         let u = DynTensor::<f64>::rand(x.shape(), derive_seed(self.seed, call));
         let keep = u.ge_scalar(self.p);
         let scale = if self.p == 1.0 {
@@ -80,7 +84,7 @@ impl Dropout {
         };
         let mask = keep.to_dtype::<E>().mul_scalar(scale);
         // `to_device` is a no-op handle on the same device.
-        Tensor::wrap(x.mul(&or_panic(mask.to_device(x.device()))))
+        x.mul(&or_panic(mask.to_device(x.device())))
     }
 }
 

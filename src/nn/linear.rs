@@ -6,7 +6,7 @@ use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Contract, Dim, Shape};
 use crate::named_tensor::Tensor;
-use crate::tensor::or_panic;
+use crate::tensor::{DynTensor, or_panic};
 
 /// The result of a `Linear<In, Out>` on a tensor of dims `S` (private dims `P`): `S` without
 /// `In`, then `Out`.
@@ -133,6 +133,15 @@ where
         match &self.bias {
             // `Out` is the result's last dim, so the bias broadcasts positionally.
             Some(b) => Ok(Tensor::wrap(y.as_dyn().try_add(b.as_dyn())?)),
+            None => Ok(y),
+        }
+    }
+    /// `x Wᵀ + b` over the last axis of a positional tensor (layers built on this one call
+    /// it on their batched views).
+    pub(super) fn apply_last(&self, x: &DynTensor<E>) -> Result<DynTensor<E>> {
+        let y = x.try_matmul(&self.weight.as_dyn().t())?;
+        match &self.bias {
+            Some(b) => y.try_add(b.as_dyn()),
             None => Ok(y),
         }
     }

@@ -4,7 +4,8 @@
 //! `(…, Out)`, [`Embedding<Vocab, D>`](Embedding) maps indices `(…)` to `(…, D)`,
 //! [`LayerNorm<D>`](LayerNorm) and [`RmsNorm<D>`](RmsNorm) keep the shape,
 //! [`Conv2d<In, Out, H, W>`](Conv2d) maps `(…, In, H, W)` to `(…, Out, H', W')` (dims found by
-//! name, in any order), the pools keep the names, so applying one to
+//! name, in any order), the pools keep the names, [`MultiHeadAttention`] and [`TransformerBlock`] keep the
+//! shape and attend along a sequence dim named at the call, so applying one to
 //! a tensor without the dim it needs is a compile error naming that dim. A model is a plain
 //! struct of layers implementing [`Module`] (one method naming its fields), which gives it
 //! the parameter list by dotted name, `train`/`eval`, `zero_grad` and the parameter store
@@ -24,6 +25,7 @@ pub mod loss;
 mod module;
 mod rms_norm;
 mod store;
+mod transformer;
 
 pub use attention::MultiHeadAttention;
 pub use conv::{AvgPool2d, Conv2d, ConvOut, ConvWeight, KernelCols, KernelRows, MaxPool2d};
@@ -34,3 +36,4 @@ pub use linear::{Linear, LinearOut};
 pub use module::{Module, Parameter, TrainingFlag, Visitor};
 pub use rms_norm::RmsNorm;
 pub use store::{load_parameters, save_parameters};
+pub use transformer::TransformerBlock;

@@ -652,4 +652,36 @@ fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&s
             vec![("namedtensor", timed(step))],
         );
     }
+    if want("nn_transformer_adamw_b16_s64_m64") {
+        use char_model::{Batch, CharTransformer, Seq, Sizes, Vocab};
+        let sizes = Sizes {
+            model: 64,
+            heads: 4,
+            hidden: 256,
+            context: 64,
+            layers: 2,
+        };
+        let lm = CharTransformer::<f32>::new(sizes, 0);
+        let mut opt = Adam::new(lm.parameters(), AdamConfig::adamw());
+        let ids = DynTensor::<i64>::randint(0, 96, &[16, 65], 0);
+        let x: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 0, 64).refine_names();
+        let y: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 1, 64).refine_names();
+        let step = || {
+            opt.zero_grad();
+            cross_entropy(&lm.forward(&x), Vocab, &y).backward();
+            opt.step().unwrap();
+        };
+        compare(
+            table,
+            workers,
+            "nn_transformer_adamw_b16_s64_m64",
+            [3, 30],
+            vec![("namedtensor", timed(step))],
+        );
+    }
 }
+
+/// The char_transformer example's model, benchmarked as the example trains it.
+#[allow(dead_code)]
+#[path = "../../../examples/char_transformer/model.rs"]
+mod char_model;

@@ -1,0 +1,176 @@
+//! [`TransformerBlock`]: a pre-norm transformer layer (self-attention, then a feed-forward
+//! network, each added to its input) over a named sequence dim.
+
+use super::attention::MultiHeadAttention;
+use super::conv::with_last;
+use super::dropout::Dropout;
+use super::init::derive_seed;
+use super::layer_norm::LayerNorm;
+use super::linear::Linear;
+use super::module::{Module, Visitor};
+use crate::dtype::Float;
+use crate::error::{Error, ErrorKind, Result};
+use crate::named::{Dim, HasDim, Shape};
+use crate::named_tensor::Tensor;
+use crate::tensor::{DynTensor, or_panic};
+
+/// One transformer layer as PyTorch's `nn.TransformerEncoderLayer(model, heads, hidden,
+/// dropout, activation="gelu", batch_first=True, norm_first=True)` computes it:
+///
+/// ```text
+/// x ← x + dropout(attn(norm1(x)))
+/// x ← x + dropout(ff2(dropout(gelu(ff1(norm2(x))))))
+/// ```
+///
+/// over the dim `Seq` given at the call; every other dim but `Model` is a batch dim, and
+/// names and shape are kept. The feed-forward network goes through its own dim `Hidden`
+/// (`ff1: Linear<Model, Hidden>`, `ff2: Linear<Hidden, Model>`), so a model dim can never be
+/// fed where the hidden one belongs. Causal attention makes it a decoder-only (GPT-style)
+/// layer.
+///
+/// ```
+/// use namedtensor::nn::TransformerBlock;
+/// use namedtensor::{dims, Tensor};
+/// dims! { Batch, Seq, Model, Heads, HeadDim, Hidden }
+/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(8, 2, 32, 0.0, 0).causal(true);
+/// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([3, 5, 8], 1);
+/// let y = block.forward(&x, Seq);
+/// assert_eq!(y.names(), ["Batch", "Seq", "Model"]);
+/// assert_eq!(y.shape(), &[3, 5, 8]);
+/// ```
+pub struct TransformerBlock<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float = f32>
+where
+    (Heads, HeadDim, Model): Shape,
+    (Model, Heads, HeadDim): Shape,
+    (Heads, HeadDim): Shape,
+    (Hidden, Model): Shape,
+    (Model, Hidden): Shape,
+{
+    /// The norm before attention.
+    pub norm1: LayerNorm<Model, E>,
+    /// Self-attention.
+    pub attn: MultiHeadAttention<Model, Heads, HeadDim, E>,
+    /// The norm before the feed-forward network.
+    pub norm2: LayerNorm<Model, E>,
+    /// Into the feed-forward network's hidden dim.
+    pub ff1: Linear<Model, Hidden, E>,
+    /// Back to the model dim.
+    pub ff2: Linear<Hidden, Model, E>,
+    /// Applied to the attention's output, the hidden activations and the network's output.
+    pub dropout: Dropout,
+}
+
+impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
+    TransformerBlock<Model, Heads, HeadDim, Hidden, E>
+where
+    (Heads, HeadDim, Model): Shape,
+    (Model, Heads, HeadDim): Shape,
+    (Heads, HeadDim): Shape,
+    (Hidden, Model): Shape,
+    (Model, Hidden): Shape,
+{
+    /// A layer over a model dim of `model` entries split into `heads` heads, a feed-forward
+    /// network of `hidden` entries and dropout probability `dropout`, initialised as PyTorch
+    /// does from `seed`; not causal. Panics where [`TransformerBlock::try_new`] fails.
+    #[track_caller]
+    pub fn new(model: usize, heads: usize, hidden: usize, dropout: f64, seed: u64) -> Self {
+        or_panic(Self::try_new(model, heads, hidden, dropout, seed))
+    }
+
+    /// [`TransformerBlock::new`], or an error when `heads` does not divide `model` or
+    /// `dropout` is not a probability.
+    pub fn try_new(
+        model: usize,
+        heads: usize,
+        hidden: usize,
+        dropout: f64,
+        seed: u64,
+    ) -> Result<Self> {
+        Ok(TransformerBlock {
+            norm1: LayerNorm::new(model),
+            attn: MultiHeadAttention::try_new(model, heads, derive_seed(seed, 0))?,
+            norm2: LayerNorm::new(model),
+            ff1: Linear::new(model, hidden, derive_seed(seed, 1)),
+            ff2: Linear::new(hidden, model, derive_seed(seed, 2)),
+            dropout: Dropout::try_new(dropout, derive_seed(seed, 3))?,
+        })
+    }
+
+    /// This layer, with causal attention or not.
+    pub fn causal(mut self, causal: bool) -> Self {
+        self.attn.is_causal = causal;
+        self
+    }
+
+    /// The layer applied to `x` along `Seq`. Panics where [`TransformerBlock::try_forward`]
+    /// fails.
+    #[track_caller]
+    pub fn forward<Seq: Dim, S, P: Shape>(&self, x: &Tensor<E, S, P>, seq: Seq) -> Tensor<E, S, P>
+    where
+        S: HasDim<Seq, P> + HasDim<Model, P>,
+    {
+        or_panic(self.try_forward(x, seq))
+    }
+
+    /// [`TransformerBlock::forward`], or an error when `x`'s `Model` size or the parameters'
+    /// sizes disagree (they are public fields), or `Seq` and `Model` are the same dim.
+    pub fn try_forward<Seq: Dim, S, P: Shape>(
+        &self,
+        x: &Tensor<E, S, P>,
+        _seq: Seq,
+    ) -> Result<Tensor<E, S, P>>
+    where
+        S: HasDim<Seq, P> + HasDim<Model, P>,
+    {
+        let model = self.norm1.weight.shape()[0];
+        let size = x.shape()[<S as HasDim<Model, P>>::AXIS as usize];
+        if size != model {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                "TransformerBlock",
+                format!(
+                    "the input has {size} entries along `{}` but the layer has {model}",
+                    Model::NAME
+                ),
+            ));
+        }
+        let axes = [<S as HasDim<Seq, P>>::AXIS, <S as HasDim<Model, P>>::AXIS];
+        let y = with_last(
+            "TransformerBlock",
+            x.as_dyn(),
+            &axes,
+            [Seq::NAME, Model::NAME],
+            |t| self.apply(t),
+        )?;
+        Ok(Tensor::wrap(y))
+    }
+
+    /// `[N, S, M]` to `[N, S, M]`.
+    fn apply(&self, x: &DynTensor<E>) -> Result<DynTensor<E>> {
+        let drop = |t: DynTensor<E>| self.dropout.apply(&t);
+        let attended = self.attn.attend(&self.norm1.normalize(x, 2)?)?;
+        let x = x.try_add(&drop(attended))?;
+        let hidden = self.ff1.apply_last(&self.norm2.normalize(&x, 2)?)?.gelu();
+        let out = self.ff2.apply_last(&drop(hidden))?;
+        x.try_add(&drop(out))
+    }
+}
+
+impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float> Module<E>
+    for TransformerBlock<Model, Heads, HeadDim, Hidden, E>
+where
+    (Heads, HeadDim, Model): Shape,
+    (Model, Heads, HeadDim): Shape,
+    (Heads, HeadDim): Shape,
+    (Hidden, Model): Shape,
+    (Model, Hidden): Shape,
+{
+    fn visit(&self, v: &mut Visitor<'_, E>) {
+        v.module("norm1", &self.norm1);
+        v.module("attn", &self.attn);
+        v.module("norm2", &self.norm2);
+        v.module("ff1", &self.ff1);
+        v.module("ff2", &self.ff2);
+        v.module("dropout", &self.dropout);
+    }
+}
