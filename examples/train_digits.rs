@@ -10,6 +10,13 @@
 //! cargo run --release --example train_digits            # 30 epochs of each model
 //! cargo run --release --example train_digits -- 5       # another number of epochs
 //! ```
+//!
+//! A progress bar runs on a terminal; the training loss and test accuracy of both models are
+//! plotted to `train_digits_loss.png` and `train_digits_accuracy.png` next to the example's
+//! executable.
+
+#[path = "support/mod.rs"]
+mod support;
 
 use namedtensor::data::{DataLoader, TensorDataset};
 use namedtensor::nn::loss::{CrossEntropy, cross_entropy};
@@ -130,14 +137,24 @@ fn accuracy(model: &impl Classifier, (x, y): &(Images, Labels)) -> f64 {
     right as f64 / y.numel() as f64
 }
 
+/// What a training run recorded.
+struct History {
+    /// `(epoch, mean training loss)`.
+    loss: Vec<(f64, f64)>,
+    /// `(epoch, test accuracy in %)`.
+    accuracy: Vec<(f64, f64)>,
+    /// The final test accuracy, from 0 to 1.
+    final_accuracy: f64,
+}
+
 /// Trains `model` for `epochs` epochs (AdamW, cosine schedule, label smoothing 0.05) and
-/// returns its test accuracy.
+/// returns its loss and accuracy per epoch.
 fn fit(
     name: &str,
     model: &impl Classifier,
     data: &Data,
     epochs: usize,
-) -> namedtensor::Result<f64> {
+) -> namedtensor::Result<History> {
     let (train, test) = data;
     let mut loader = DataLoader::new(
         TensorDataset::new(train.0.shallow_clone(), train.1.shallow_clone())?,
@@ -158,6 +175,8 @@ fn fit(
         ..CrossEntropy::default()
     };
     let start = std::time::Instant::now();
+    let (mut loss_curve, mut accuracy_curve) = (Vec::new(), Vec::new());
+    let bar = support::progress(epochs, name);
     for epoch in 1..=epochs {
         let (mut total, mut batches) = (0.0, 0);
         for batch in loader.epoch() {
@@ -170,14 +189,18 @@ fn fit(
             batches += 1;
         }
         schedule.step(&mut opt)?;
+        let (loss, acc) = (total / f64::from(batches), 100.0 * accuracy(model, test));
+        loss_curve.push((epoch as f64, loss));
+        accuracy_curve.push((epoch as f64, acc));
+        bar.inc(1);
+        bar.set_message(format!("loss {loss:.4}"));
         if epoch % 10 == 0 || epoch == epochs {
-            println!(
-                "  epoch {epoch:3}: train loss {:.4}, test accuracy {:.2} %",
-                total / f64::from(batches),
-                100.0 * accuracy(model, test)
-            );
+            bar.suspend(|| {
+                println!("  epoch {epoch:3}: train loss {loss:.4}, test accuracy {acc:.2} %")
+            });
         }
     }
+    bar.finish_and_clear();
     let test_loss = no_grad(|| {
         model.eval();
         let l = cross_entropy(&model.forward(&test.0), Classes, &test.1).item();
@@ -193,7 +216,11 @@ fn fit(
     let out = std::env::temp_dir().join(format!("train_digits_{name}.safetensors"));
     save_parameters(model, &out)?;
     println!("  parameters saved to {}", out.display());
-    Ok(acc)
+    Ok(History {
+        loss: loss_curve,
+        accuracy: accuracy_curve,
+        final_accuracy: acc,
+    })
 }
 
 type Data = ((Images, Labels), (Images, Labels));
@@ -205,8 +232,40 @@ fn main() -> namedtensor::Result<()> {
     let data = digits();
     let mlp = fit("mlp", &Mlp::new(42), &data, epochs)?;
     let cnn = fit("cnn", &Cnn::new(7), &data, epochs)?;
+    let exe = std::env::current_exe().expect("the example's path");
+    for (what, file, pick) in [
+        (
+            "training loss",
+            "train_digits_loss.png",
+            (|h: &History| &h.loss[..]) as fn(&History) -> &[(f64, f64)],
+        ),
+        (
+            "test accuracy (%)",
+            "train_digits_accuracy.png",
+            |h: &History| &h.accuracy[..],
+        ),
+    ] {
+        let png = exe.with_file_name(file);
+        support::plot(
+            &png,
+            &format!("train_digits: {what}"),
+            ["epoch", what],
+            &[
+                support::Curve {
+                    label: "MLP",
+                    points: pick(&mlp),
+                },
+                support::Curve {
+                    label: "CNN",
+                    points: pick(&cnn),
+                },
+            ],
+        )
+        .expect("writing a plot");
+        println!("{what}: {}", png.display());
+    }
     if epochs >= 30 {
-        for (name, acc) in [("MLP", mlp), ("CNN", cnn)] {
+        for (name, acc) in [("MLP", mlp.final_accuracy), ("CNN", cnn.final_accuracy)] {
             assert!(
                 acc >= 0.97,
                 "the {name} should reach 97 % on the held-out digits, got {acc}"

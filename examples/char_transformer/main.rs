@@ -11,8 +11,13 @@
 //! cargo run --release --example char_transformer            # 600 steps
 //! cargo run --release --example char_transformer -- 2000    # another number of steps
 //! ```
+//!
+//! A progress bar runs on a terminal; the loss curves are written to
+//! `char_transformer_loss.png` next to the example's executable.
 
 mod model;
+#[path = "../support/mod.rs"]
+mod support;
 
 use model::{Batch, CharTransformer, Seq, Sizes, Vocab, encode};
 use namedtensor::autograd::no_grad;
@@ -129,6 +134,8 @@ fn main() -> Result<()> {
     let start = Instant::now();
     let mut first_valid = None;
     let mut last_valid = f64::NAN;
+    let (mut train_curve, mut valid_curve) = (Vec::new(), Vec::new());
+    let bar = support::progress(steps, "training");
     for step in 0..steps {
         let (x, y) = batch(&train, step as u64);
         opt.zero_grad();
@@ -136,6 +143,10 @@ fn main() -> Result<()> {
         loss.backward();
         clip_grad_norm_(&model.parameters(), 1.0)?;
         opt.step()?;
+        let loss = loss.item() as f64;
+        train_curve.push((step as f64, loss));
+        bar.inc(1);
+        bar.set_message(format!("loss {loss:.3}"));
         if step < warmup {
             warm.step(&mut opt)?;
         } else {
@@ -145,22 +156,49 @@ fn main() -> Result<()> {
                 .get_or_insert(CosineAnnealingLr::new(&mut opt, steps_left, 3e-4)?)
                 .step(&mut opt)?;
         }
-        if step % 100 == 0 || step + 1 == steps {
+        if step % 25 == 0 || step + 1 == steps {
             model.eval();
             last_valid = validate(&model);
             first_valid.get_or_insert(last_valid);
+            valid_curve.push((step as f64, last_valid));
+            model.train();
+        }
+        if step % 100 == 0 || step + 1 == steps {
+            model.eval();
             let sample = model.sample("pub fn ", 60, 0.8, step as u64)?;
             model.train();
-            println!(
-                "step {step:>5}  loss {:.3}  valid {last_valid:.3}  {:.1} s  | pub fn {}",
-                loss.item(),
-                start.elapsed().as_secs_f64(),
-                sample.replace('\n', "⏎")
-            );
+            bar.suspend(|| {
+                println!(
+                    "step {step:>5}  loss {loss:.3}  valid {last_valid:.3}  {:.1} s  | pub fn {}",
+                    start.elapsed().as_secs_f64(),
+                    sample.replace('\n', "⏎")
+                )
+            });
         }
     }
+    bar.finish_and_clear();
     let per_step = start.elapsed().as_secs_f64() / steps.max(1) as f64;
     println!("{:.1} ms per step", per_step * 1e3);
+    let png = std::env::current_exe()
+        .expect("the example's path")
+        .with_file_name("char_transformer_loss.png");
+    support::plot(
+        &png,
+        "char_transformer: cross-entropy per character",
+        ["step", "loss (nats)"],
+        &[
+            support::Curve {
+                label: "training batch",
+                points: &train_curve,
+            },
+            support::Curve {
+                label: "validation",
+                points: &valid_curve,
+            },
+        ],
+    )
+    .expect("writing the loss plot");
+    println!("loss curves: {}", png.display());
     // A uniform guess over 96 characters costs ln 96 = 4.56 nats; source code is far more
     // predictable than that once the model has seen a few hundred batches.
     if steps >= 600 {

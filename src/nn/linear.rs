@@ -21,6 +21,13 @@ pub type LinearOut<E, S, P, In, Out> = Tensor<
 /// last: `(Batch, Seq, In)` becomes `(Batch, Seq, Out)`. Applying it to a tensor without
 /// `In` is a compile error naming `In`.
 ///
+/// `In` and `Out` are different dims, even where their sizes agree: the weight `(Out, In)`
+/// could not otherwise tell its rows from its columns (`Linear<Model, Model>` does not
+/// compile, as `(Model, Model)` is no shape). A square layer maps to a new name, and
+/// [`rename`](Tensor::rename) takes the result back where it belongs —
+/// `proj.forward(&x).rename::<Proj, Model>()` — or the layer splits the dim by names, as
+/// [`MultiHeadAttention`](super::MultiHeadAttention)'s `(Model, Heads, HeadDim)` output does.
+///
 /// Parameters as PyTorch's `nn.Linear` names and initialises them: `weight` `(Out, In)` and
 /// `bias` `(Out,)`, both uniform on `[-1/sqrt(in), 1/sqrt(in)]`.
 ///
