@@ -348,3 +348,42 @@ fn tanh_f32_within_two_ulp() {
     assert!(special[3] == 0.0 && special[3].is_sign_negative());
     assert_eq!(&special[4..], &[1.0, -1.0]);
 }
+
+#[test]
+fn erf_f32_within_two_ulp_and_exact_at_its_special_values() {
+    // A dense sweep over [-5, 5] (past 3.92 the result is 1), the floats next to the switch
+    // between the two ranges (±1) and to 0, and tiny arguments down to subnormals.
+    let mut xs = sweep_f32(-5.0, 5.0, 2_000_001, &[1.0, -1.0, 0.0, 3.92, 4.0]);
+    xs.extend((0..120).map(|i| 2f32.powi(-i)));
+    xs.extend((0..120).map(|i| -(2f32.powi(-i)) * 1.37));
+    let t = DynTensor::from_vec(xs.clone(), &[xs.len()]);
+    let got = t.erf().to_vec();
+    let mut worst = (0.0f64, 0.0f32);
+    for (&x, &y) in xs.iter().zip(&got) {
+        let e = err_f32(y, libm::erf(x as f64));
+        if e > worst.0 {
+            worst = (e, x);
+        }
+    }
+    assert!(worst.0 < 2.0, "erf: {} ulp at x = {}", worst.0, worst.1);
+    let special = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-40,
+        10.0,
+    ];
+    let got = DynTensor::from_vec(special.to_vec(), &[special.len()])
+        .erf()
+        .to_vec();
+    assert_eq!(got[0].to_bits(), 0.0f32.to_bits());
+    assert_eq!(got[1].to_bits(), (-0.0f32).to_bits());
+    assert_eq!(got[2..4], [1.0, -1.0]);
+    assert!(got[4].is_nan());
+    // Subnormal: within one step of the smallest subnormal.
+    let tiny = 1e-40f32 as f64 * std::f64::consts::FRAC_2_SQRT_PI;
+    assert!(err_f32(got[5], tiny) <= 1.0, "erf(1e-40) = {}", got[5]);
+    assert_eq!(got[6], 1.0);
+}

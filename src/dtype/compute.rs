@@ -315,7 +315,7 @@ macro_rules! float_native {
     )*};
 }
 float_native!(
-    f32: libm::erff, super::exp::exp_f32, super::exp::tanh_f32;
+    f32: super::erf::erf_f32, super::exp::exp_f32, super::exp::tanh_f32;
     f64: libm::erf, super::exp::exp_f64, f64::tanh
 );
 

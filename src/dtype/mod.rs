@@ -15,6 +15,7 @@
 //! saturate at the integer type's bounds; NaN becomes 0. Any non-zero value casts to `true`.
 
 mod compute;
+mod erf;
 mod exp;
 pub mod promote;
 

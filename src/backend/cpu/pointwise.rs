@@ -309,12 +309,21 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
 ) {
     let n = out.len();
     let store = Store::choose(stream, isa);
+    // `(*f)(x)` calls the closure itself, which is always inlined; `f(x)` would go through
+    // the `Fn for &F` shim, which the compiler leaves out of line once the closure is large
+    // (the exact GELU, with `erf` and `exp`, ran a scalar call per element).
     if let (Some(src), Some(out)) = (as_type::<S, T>(src), as_uninit_type_mut::<O, U>(out)) {
         if stride == 1 {
-            map_into(store, out, &src[start..start + n], f);
+            map_into(
+                store,
+                out,
+                &src[start..start + n],
+                #[inline(always)]
+                |x| (*f)(x),
+            );
         } else {
             for (i, o) in out.iter_mut().enumerate() {
-                o.write(f(src[start + i * stride]));
+                o.write((*f)(src[start + i * stride]));
             }
         }
         return;
@@ -328,7 +337,7 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
         let m = oc.len();
         load(src, start + c * BLOCK * stride, stride, &mut xs[..m]);
         for (y, &x) in ys[..m].iter_mut().zip(&xs[..m]) {
-            *y = f(x);
+            *y = (*f)(x);
         }
         write_converted(oc, &ys[..m]);
     }
