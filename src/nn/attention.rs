@@ -166,15 +166,8 @@ where
     where
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
-        let axes = [<S as HasDim<Seq, P>>::AXIS, <S as HasDim<Model, P>>::AXIS];
-        let y = with_last(
-            "MultiHeadAttention",
-            x.as_dyn(),
-            &axes,
-            [Seq::NAME, Model::NAME],
-            |t| self.attend(t),
-        )?;
-        Ok(Tensor::wrap(y))
+        let model = self.q.shape()[2];
+        over_sequence::<E, Seq, Model, S, P>("MultiHeadAttention", x, model, |t| self.attend(t))
     }
 
     /// `[N, S, M]` to `[N, S, M]`.
@@ -214,6 +207,35 @@ where
         let wo = self.out.as_dyn().try_reshape(&[m, h * d])?.t();
         merged.try_matmul(&wo)?.try_add(self.out_bias.as_dyn())
     }
+}
+
+/// `f` applied to `x` seen as `[N, S, M]`: `Seq` and `Model` moved last and every other dim
+/// flattened into `N`; `f`'s `[N, S, M]` result is put back in `x`'s order. An error naming
+/// `Model` when its size in `x` is not `model` (checked before `f` runs), or when `Seq` and
+/// `Model` are the same dim.
+pub(super) fn over_sequence<E: Float, Seq: Dim, Model: Dim, S, P: Shape>(
+    op: &'static str,
+    x: &Tensor<E, S, P>,
+    model: usize,
+    f: impl FnOnce(&DynTensor<E>) -> Result<DynTensor<E>>,
+) -> Result<Tensor<E, S, P>>
+where
+    S: HasDim<Seq, P> + HasDim<Model, P>,
+{
+    let axes = [<S as HasDim<Seq, P>>::AXIS, <S as HasDim<Model, P>>::AXIS];
+    let size = x.shape()[axes[1] as usize];
+    if size != model {
+        return Err(Error::new(
+            ErrorKind::ShapeMismatch,
+            op,
+            format!(
+                "the input has {size} entries along `{}` but the layer has {model}",
+                Model::NAME
+            ),
+        ));
+    }
+    let y = with_last(op, x.as_dyn(), &axes, [Seq::NAME, Model::NAME], f)?;
+    Ok(Tensor::wrap(y))
 }
 
 impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> Module<E>

@@ -1,15 +1,14 @@
 //! [`TransformerBlock`]: a pre-norm transformer layer (self-attention, then a feed-forward
 //! network, each added to its input) over a named sequence dim.
 
-use super::attention::MultiHeadAttention;
-use super::conv::with_last;
+use super::attention::{MultiHeadAttention, over_sequence};
 use super::dropout::Dropout;
 use super::init::derive_seed;
 use super::layer_norm::LayerNorm;
 use super::linear::Linear;
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::named::{Dim, HasDim, Shape};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
@@ -123,26 +122,7 @@ where
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
         let model = self.norm1.weight.shape()[0];
-        let size = x.shape()[<S as HasDim<Model, P>>::AXIS as usize];
-        if size != model {
-            return Err(Error::new(
-                ErrorKind::ShapeMismatch,
-                "TransformerBlock",
-                format!(
-                    "the input has {size} entries along `{}` but the layer has {model}",
-                    Model::NAME
-                ),
-            ));
-        }
-        let axes = [<S as HasDim<Seq, P>>::AXIS, <S as HasDim<Model, P>>::AXIS];
-        let y = with_last(
-            "TransformerBlock",
-            x.as_dyn(),
-            &axes,
-            [Seq::NAME, Model::NAME],
-            |t| self.apply(t),
-        )?;
-        Ok(Tensor::wrap(y))
+        over_sequence::<E, Seq, Model, S, P>("TransformerBlock", x, model, |t| self.apply(t))
     }
 
     /// `[N, S, M]` to `[N, S, M]`.
