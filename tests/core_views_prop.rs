@@ -391,3 +391,46 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Nested vectors and iteration read any view as indexing it element by element does:
+    /// `to_vec2()[i][j] == t[i][j]`, `to_vec3` likewise, and `iter` yields `select(0, i)`.
+    #[test]
+    fn nested_vectors_and_iteration_follow_indexing(
+        a in 0usize..4, b in 0usize..4, c in 1usize..4,
+        transpose in any::<bool>(), offset in 0usize..2,
+    ) {
+        let base = DynTensor::<i64>::arange(0, ((a + offset) * b * c) as i64, 1)
+            .view(&[(a + offset) as isize, b as isize, c as isize]);
+        let t = base.narrow(0, offset as isize, a);
+        let t = if transpose { t.transpose(0, 2) } else { t };
+        let v3 = t.to_vec3();
+        let s = t.shape().to_vec();
+        prop_assert_eq!(v3.len(), s[0]);
+        for (i, m) in v3.iter().enumerate() {
+            prop_assert_eq!(m.len(), s[1]);
+            for (j, row) in m.iter().enumerate() {
+                for (k, &x) in row.iter().enumerate() {
+                    let want = t.select(0, i as isize).select(0, j as isize).select(0, k as isize).item();
+                    prop_assert_eq!(x, want);
+                }
+            }
+        }
+        let rows: Vec<DynTensor<i64>> = t.iter().collect();
+        prop_assert_eq!(rows.len(), s[0]);
+        for (i, r) in rows.iter().enumerate() {
+            prop_assert_eq!(r.to_vec2(), v3[i].clone());
+            prop_assert_eq!(Vec::<Vec<i64>>::try_from(r).unwrap(), v3[i].clone());
+        }
+        prop_assert!(t.try_to_vec2().is_err());
+        prop_assert!(Vec::<i64>::try_from(&t).is_err());
+    }
+}
+
+#[test]
+fn a_zero_dim_tensor_does_not_iterate() {
+    let t = DynTensor::<f32>::from_vec(vec![1.0], &[]);
+    let err = t.try_iter().err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.to_string().contains("0-dim"), "{err}");
+}

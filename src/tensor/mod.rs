@@ -9,6 +9,7 @@
 //! panics with the same message. Dims are `isize` and may be negative (counted from the end).
 
 mod cast;
+mod collections;
 mod create;
 mod display;
 pub(crate) mod index;
