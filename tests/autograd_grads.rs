@@ -120,7 +120,7 @@ fn positive(n: usize, seed: u64) -> Vec<f64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(common::proptest_cases(64))]
 
     #[test]
     fn unary_ops(shape in shape(3), l in lay(), seed in 0u64..1000) {

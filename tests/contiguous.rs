@@ -1,6 +1,8 @@
 //! `contiguous()` / `to_dtype()` / `copy_` of permuted, transposed and sliced views (the
 //! tiled copy path) against a naive index loop.
 
+mod common;
+
 use namedtensor::DynTensor;
 use proptest::prelude::*;
 
@@ -91,7 +93,7 @@ fn check_permuted<E: namedtensor::Element>(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(common::proptest_cases(300))]
 
     #[test]
     fn contiguous_of_a_permutation_matches_the_index_loop(

@@ -6,6 +6,8 @@
 //! in row-major order, the storage position it must reach, and transforms that table by plain
 //! index arithmetic for each view op.
 
+mod common;
+
 use namedtensor::{DynTensor, ErrorKind};
 use proptest::prelude::*;
 
@@ -256,7 +258,7 @@ fn shapes() -> impl Strategy<Value = Vec<usize>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1500))]
+    #![proptest_config(common::proptest_cases(1500))]
 
     #[test]
     fn view_chains_reach_the_right_storage_slots(shape in shapes(), seeds in prop::collection::vec(any::<u64>(), 0..8)) {
@@ -336,7 +338,7 @@ fn positions(sizes: &[usize], strides: &[usize], offset: usize) -> Vec<usize> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(common::proptest_cases(3000))]
 
     /// `has_internal_overlap` agrees with a brute-force search for a repeated position, and
     /// `is_provably_non_overlapping` never vouches for a layout that overlaps.

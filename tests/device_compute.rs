@@ -762,7 +762,7 @@ fn close(
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+    #![proptest_config(common::proptest_cases(96))]
 
     /// Random shapes (rank 1-4, sizes 0-5) and chains of up to four views (permute, narrow,
     /// flip, a broadcast dim, transpose) on both devices; every op on the view agrees with the

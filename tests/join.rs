@@ -8,7 +8,7 @@ use namedtensor::{DynTensor, ErrorKind};
 use proptest::prelude::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(common::proptest_cases(200))]
 
     #[test]
     fn cat_places_each_tensor_after_the_previous_ones(

@@ -132,7 +132,7 @@ fn view_kind() -> impl Strategy<Value = ViewKind> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(common::proptest_cases(400))]
 
     #[test]
     fn matmul_matches_the_definition_on_every_view(

@@ -3,6 +3,8 @@
 //! giving a clear error that leaves the model untouched. (Numbers against PyTorch are in
 //! `nn_torch.rs`.)
 
+mod common;
+
 use namedtensor::nn::loss::{self, CrossEntropy};
 use namedtensor::nn::{
     Dropout, Embedding, LayerNorm, Linear, Module, Visitor, load_parameters, save_parameters,
@@ -471,7 +473,7 @@ mod unfold_prop {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(crate::common::proptest_cases(64))]
         /// Forward against the definition on random sizes and geometries (and a transposed,
         /// non-contiguous input), and the gradient of a sum: each input entry gets the number
         /// of window taps that read it.

@@ -1013,7 +1013,7 @@ fn bcast_pair() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(common::proptest_cases(200))]
 
     #[test]
     fn prop_unary_on_random_views(shape in shape_strategy(), kind in kind_strategy(), seed in any::<u64>()) {

@@ -93,7 +93,7 @@ fn special_values(shape: &[usize], seed: u64) -> DynTensor<f32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(common::proptest_cases(200))]
 
     #[test]
     fn flip_reverses_the_chosen_dims(

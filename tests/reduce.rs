@@ -632,7 +632,7 @@ fn softmax_log_softmax_cumsum_cumprod() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(150))]
+    #![proptest_config(common::proptest_cases(150))]
 
     #[test]
     fn prop_reductions_over_random_dims(

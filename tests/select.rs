@@ -21,7 +21,7 @@ fn index_view(values: &[i64], shape: &[usize], kind: ViewKind) -> DynTensor<i64>
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(common::proptest_cases(200))]
 
     #[test]
     fn index_select_takes_the_indexed_slices(
@@ -78,7 +78,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(common::proptest_cases(200))]
 
     #[test]
     fn scatter_add_adds_at_the_indexed_positions(
@@ -327,7 +327,7 @@ fn out_of_range_indices_are_errors() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(100))]
+    #![proptest_config(common::proptest_cases(100))]
 
     /// `equal` against comparing the elements on the host: a view equals its contiguous copy,
     /// and stops being equal when one element of the copy changes or the shape differs.

@@ -198,3 +198,15 @@ pub use views::*;
 
 #[macro_use]
 pub mod devices;
+
+/// Proptest's configuration with `cases` cases, or with `PROPTEST_CASES` cases where that
+/// variable is set. (`ProptestConfig::with_cases` alone would override proptest's own
+/// variable.) CI's valgrind step sets it low: memcheck runs each case ~50 times slower, and
+/// what it looks for (a bad read or write in unsafe code) needs the code paths, not the count.
+pub fn proptest_cases(cases: u32) -> proptest::test_runner::Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
+    proptest::test_runner::Config::with_cases(cases)
+}
