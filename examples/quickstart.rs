@@ -1,10 +1,67 @@
-//! A first look at namedtensor's strided core: storage, views, writes through views.
+//! A first look at namedtensor: dims the compiler checks, a layer trained by gradient descent
+//! with gradients that keep their names, then the strided core underneath (storage, views,
+//! writes through views).
 //!
 //! Run with `cargo run --release --example quickstart`.
 
-use namedtensor::{DynTensor, Idx, tensor};
+use namedtensor::nn::{Linear, Module, loss};
+use namedtensor::optim::{Optimizer, Sgd, SgdConfig};
+use namedtensor::{DynTensor, Idx, Tensor, dims, tensor};
+
+dims! { Batch, Channels, Rows, Cols, Features, Classes }
 
 fn main() -> Result<(), namedtensor::Error> {
+    named()?;
+    strided()
+}
+
+/// Named tensors: every op says which dims it works on, and the compiler checks the names.
+fn named() -> Result<(), namedtensor::Error> {
+    // Two 3-channel 4×4 images; channel c of image b holds b + c.
+    let img = Tensor::<f32, (Batch, Channels, Rows, Cols)>::from_vec(
+        (0..96).map(|i| (i / 48 + (i / 16) % 3) as f32).collect(),
+        [2, 3, 4, 4],
+    );
+    // Luma weights meet the image along `Channels`, wherever that dim is.
+    let luma = Tensor::<f32, (Channels,)>::from_vec(vec![0.2126, 0.7152, 0.0722], [3]);
+    let gray = (&img * &luma.align_as(&img)).sum::<Channels>();
+    println!("gray: dims {:?}, shape {:?}", gray.names(), gray.shape());
+    println!("mean brightness per image: {}", gray.mean::<(Rows, Cols)>());
+    // `img.sum::<Features>()` would not compile: "dimension `Features` is not in tensor of
+    // dims `(Batch, Channels, Rows, Cols)`".
+
+    // A linear classifier over the flattened pixels, trained a few steps with SGD. Its type
+    // says what it does to names: (…, Features) -> (…, Classes).
+    let x = img.merge::<(Channels, Rows, Cols), Features>(); // (Batch, Features)
+    let labels = Tensor::<i64, (Batch,)>::from_vec(vec![0, 2], [2]);
+    let fc = Linear::<Features, Classes, f32>::new(48, 3, 0);
+    let config = SgdConfig {
+        lr: 0.01,
+        momentum: 0.9,
+        ..SgdConfig::default()
+    };
+    let mut opt = Sgd::new(fc.parameters(), config);
+    for step in 0..8 {
+        opt.zero_grad();
+        let logits = fc.forward(&x); // (Batch, Classes)
+        let loss = loss::cross_entropy(&logits, Classes, &labels);
+        loss.backward();
+        println!("step {step}: cross-entropy {:.4}", loss.item());
+        opt.step()?;
+    }
+    // Gradients keep their tensors' names (the weight is (Out, In), as in PyTorch): binding
+    // this as (Features, Classes) would not compile.
+    let g: Tensor<f32, (Classes, Features)> = fc.weight.grad().expect("a gradient");
+    println!(
+        "weight gradient: dims {:?}, shape {:?}",
+        g.names(),
+        g.shape()
+    );
+    Ok(())
+}
+
+/// The positional tensor underneath, in PyTorch's strided model.
+fn strided() -> Result<(), namedtensor::Error> {
     // A tensor is a view of a flat storage through sizes, strides and an offset.
     let points = tensor!([[4., 1.], [5., 3.], [2., 1.]]);
     println!("points = {points}");

@@ -4,6 +4,32 @@
 //! storage through sizes, strides and an offset — with dimension names that the compiler
 //! checks.
 //!
+//! ```
+//! use namedtensor::{Tensor, dims};
+//! dims! { Batch, Channels, Rows, Cols }
+//!
+//! let img = Tensor::<f32, (Batch, Channels, Rows, Cols)>::ones([2, 3, 4, 4]);
+//! let luma = Tensor::<f32, (Channels,)>::from_vec(vec![0.2126, 0.7152, 0.0722], [3]);
+//! let gray = (&img * &luma.align_as(&img)).sum::<Channels>(); // (Batch, Rows, Cols)
+//! assert_eq!(gray.names(), ["Batch", "Rows", "Cols"]);
+//! // img.sum::<Hidden>() would not compile: "dimension `Hidden` is not in tensor of dims
+//! // `(Batch, Channels, Rows, Cols)`"
+//! ```
+//!
+//! Models are structs of typed layers ([`nn::Linear`]`<In, Out>` maps `(…, In)` to
+//! `(…, Out)`), trained with [`autograd`] (gradients keep their tensors' names) and [`optim`];
+//! NumPy (`.npy`, `.npz`) and safetensors files are read and written. Underneath, the
+//! positional [`DynTensor`] has PyTorch's API and strided model:
+//!
+//! ```
+//! use namedtensor::DynTensor;
+//! let points = namedtensor::tensor!([[4., 1.], [5., 3.], [2., 1.]]);
+//! let second = points.i(1);               // a view: no copy
+//! second.set(&[0], 10.0);                 // visible through `points`
+//! assert_eq!(points.get(&[1, 0]), 10.0);
+//! assert_eq!(points.t().stride(), &[1, 2]);
+//! ```
+//!
 //! The crate is layered; each layer only uses the ones below it (`ARCHITECTURE.md` in the
 //! repository draws them and says where a new operation or backend goes):
 //!
@@ -16,15 +42,6 @@
 //! | storage | [`storage`] | the shared buffer, its aliasing rules, the dispatch to a backend |
 //! | backends | `backend` | the `Backend` trait, op tokens, CPU and CUDA kernels |
 //! | bottom | [`dtype`], [`layout`] | element types and promotion; pure index math |
-//!
-//! ```
-//! use namedtensor::DynTensor;
-//! let points = namedtensor::tensor!([[4., 1.], [5., 3.], [2., 1.]]);
-//! let second = points.i(1);               // a view: no copy
-//! second.set(&[0], 10.0);                 // visible through `points`
-//! assert_eq!(points.get(&[1, 0]), 10.0);
-//! assert_eq!(points.t().stride(), &[1, 2]);
-//! ```
 
 #![warn(missing_docs)]
 
@@ -55,6 +72,7 @@ pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
 pub use named_tensor::{ShapeSizes, Tensor};
 pub use ops::where_;
+pub use ops::{NpyArray, NpzFile, load_npz, save_npz};
 pub use ops::{load_tensors, load_tensors_from_bytes, save_tensors};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;

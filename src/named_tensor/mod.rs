@@ -19,6 +19,7 @@
 mod binary;
 mod contract;
 mod create;
+mod file;
 mod grad;
 mod join;
 mod reduce;

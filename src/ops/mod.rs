@@ -41,6 +41,7 @@ mod flip;
 mod index_select;
 mod join;
 mod matmul;
+mod npy;
 mod reduce;
 mod repeat;
 mod serialize;
@@ -58,6 +59,7 @@ pub use crate::dtype::promote::{
 };
 pub use compare::{try_where_, where_};
 pub use conv::Window2d;
+pub use npy::{NpyArray, NpzFile, load_npz, save_npz};
 pub(crate) use reduce::reduce_keepdim;
 pub use serialize::{load_tensors, load_tensors_from_bytes, save_tensors};
 pub(crate) use serialize::{load_with_metadata, save_with_metadata};

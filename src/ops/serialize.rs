@@ -42,7 +42,7 @@ fn from_safetensors(d: Dtype) -> Option<DType> {
 }
 
 /// `values` as little-endian bytes.
-fn encode<E: Element>(values: Vec<E>) -> Vec<u8> {
+pub(super) fn encode<E: Element>(values: Vec<E>) -> Vec<u8> {
     let values: Box<dyn Any> = Box::new(values);
     macro_rules! le {
         ($t:ty) => {{
@@ -72,7 +72,7 @@ fn encode<E: Element>(values: Vec<E>) -> Vec<u8> {
 
 /// Little-endian `bytes` as elements (the length is a multiple of the size: checked by the
 /// container against the shape).
-fn decode<E: Element>(bytes: &[u8]) -> Vec<E> {
+pub(super) fn decode<E: Element>(bytes: &[u8]) -> Vec<E> {
     macro_rules! le {
         ($t:ty) => {{
             let v: Vec<$t> = bytes
