@@ -72,7 +72,7 @@ pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
 pub use named_tensor::{ShapeSizes, Tensor};
 pub use ops::where_;
-pub use ops::{NpyArray, NpzFile, load_npz, save_npz};
+pub use ops::{NpzFile, SafetensorsFile, SaveTensor, load_npz, save_npz};
 pub use ops::{load_tensors, load_tensors_from_bytes, save_tensors};
 pub use storage::Storage;
 pub use tensor::index_spec::IndexSpec;

@@ -316,3 +316,60 @@ fn named_tensors_keep_their_names_in_safetensors_and_their_rank_in_npy() {
         std::fs::read(fixture("float32_c.npy")).unwrap()
     );
 }
+
+#[test]
+fn a_safetensors_file_of_mixed_dtypes_reads_and_writes_in_one_call() {
+    use namedtensor::{DType, SafetensorsFile, save_tensors};
+    let (w, ids, mask) = (
+        expected::<f32>(&[2, 3, 4]),
+        expected::<i64>(&[5]),
+        expected::<bool>(&[2, 3, 4]),
+    );
+    let check = |file: &SafetensorsFile, what: &str| {
+        assert_eq!(file.names(), ["ids", "mask", "weight"], "{what}");
+        assert_eq!(file.dtype("ids"), Some(DType::I64), "{what}");
+        assert_eq!(file.dtype("mask"), Some(DType::Bool), "{what}");
+        assert_eq!(file.dtype("nope"), None, "{what}");
+        assert_eq!(file.shape("weight"), Some(&[2, 3, 4][..]), "{what}");
+        assert_eq!(
+            file.get::<f32>("weight").unwrap().to_vec(),
+            w.to_vec(),
+            "{what}"
+        );
+        assert_eq!(
+            file.get::<i64>("ids").unwrap().to_vec(),
+            ids.to_vec(),
+            "{what}"
+        );
+        assert_eq!(
+            file.get::<bool>("mask").unwrap().to_vec(),
+            mask.to_vec(),
+            "{what}"
+        );
+        let err = file.get::<f32>("ids").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::DTypeMismatch, "{what}");
+        assert!(
+            err.to_string().contains("holds int64, but float32"),
+            "{err}"
+        );
+    };
+    // Written by safetensors.numpy.save_file (tests/fixtures/make_npy.py).
+    let numpy = SafetensorsFile::open(fixture("mixed.safetensors")).unwrap();
+    check(&numpy, "NumPy's file");
+    assert_eq!(numpy.metadata()["written_by"], "numpy");
+    // Ours: one call for three dtypes (a view among them).
+    let path = scratch("mixed.safetensors");
+    let wt = w.permute(&[2, 1, 0]).contiguous().permute(&[2, 1, 0]);
+    save_tensors(&path, &[("weight", &wt), ("ids", &ids), ("mask", &mask)]).unwrap();
+    let ours = SafetensorsFile::open(&path).unwrap();
+    check(&ours, "our file");
+    assert!(ours.metadata().is_empty());
+    let bytes = std::fs::read(&path).unwrap();
+    check(
+        &SafetensorsFile::from_bytes(bytes.clone()).unwrap(),
+        "bytes",
+    );
+    let err = SafetensorsFile::from_bytes(bytes[..bytes.len() - 1].to_vec()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Io);
+    assert!(err.to_string().contains("<bytes>"), "{err}");
+}

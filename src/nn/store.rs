@@ -42,9 +42,9 @@ pub fn save_parameters<E: Element, M: Module<E> + ?Sized>(
         .iter()
         .map(|p| (format!("dims.{}", p.name), p.dims.join(",")))
         .collect();
-    let tensors: Vec<(&str, &DynTensor<E>)> = params
+    let tensors: Vec<(&str, &dyn crate::SaveTensor)> = params
         .iter()
-        .map(|p| (p.name.as_str(), &p.tensor))
+        .map(|p| (p.name.as_str(), &p.tensor as &dyn crate::SaveTensor))
         .collect();
     crate::ops::save_with_metadata(path.as_ref(), &tensors, Some(metadata))
 }

@@ -44,6 +44,7 @@ mod matmul;
 mod npy;
 mod reduce;
 mod repeat;
+mod save_tensor;
 mod serialize;
 mod softmax;
 mod sort;
@@ -59,9 +60,10 @@ pub use crate::dtype::promote::{
 };
 pub use compare::{try_where_, where_};
 pub use conv::Window2d;
-pub use npy::{NpyArray, NpzFile, load_npz, save_npz};
+pub use npy::{NpzFile, load_npz, save_npz};
 pub(crate) use reduce::reduce_keepdim;
-pub use serialize::{load_tensors, load_tensors_from_bytes, save_tensors};
+pub use save_tensor::{LeBytes, SaveTensor};
+pub use serialize::{SafetensorsFile, load_tensors, load_tensors_from_bytes, save_tensors};
 pub(crate) use serialize::{load_with_metadata, save_with_metadata};
 
 use crate::autograd;

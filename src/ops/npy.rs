@@ -18,7 +18,8 @@
 //! - The zip container is the `zip` crate's (stored members when writing, as `np.savez`;
 //!   stored or deflated when reading).
 
-use super::serialize::{decode, encode};
+use super::save_tensor::{LeBytes, SaveTensor};
+use super::serialize::{Source, decode, read_elements};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::DynTensor;
@@ -68,8 +69,26 @@ fn invalid(op: &'static str, source: &str, what: impl std::fmt::Display) -> Erro
 }
 
 /// The `.npy` bytes of `t`: NumPy's header, then the elements in row-major order.
-fn to_npy<E: Element>(op: &'static str, t: &DynTensor<E>) -> Result<Vec<u8>> {
-    let descr = descr(E::DTYPE).ok_or_else(|| {
+/// The `.npy` file of `t`: NumPy's header (magic, version, length, padded dict) and the
+/// element bytes, kept apart so that writers need no copy of the data joined to the header.
+struct Npy {
+    header: Vec<u8>,
+    data: LeBytes,
+}
+
+impl Npy {
+    fn len(&self) -> usize {
+        self.header.len() + self.data.len()
+    }
+
+    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        w.write_all(&self.header)?;
+        w.write_all(&self.data)
+    }
+}
+
+fn to_npy(op: &'static str, t: &dyn SaveTensor) -> Result<Npy> {
+    let descr = descr(t.dtype()).ok_or_else(|| {
         Error::new(
             ErrorKind::DTypeMismatch,
             op,
@@ -87,29 +106,36 @@ fn to_npy<E: Element>(op: &'static str, t: &DynTensor<E>) -> Result<Vec<u8>> {
     if let Some(first) = dims.first() {
         header.push_str(&" ".repeat(GROWTH_AXIS_MAX_DIGITS.saturating_sub(first.len())));
     }
-    // Version 1.0 stores the header length in 2 bytes, 2.0 in 4; 8 or 10 bytes precede it.
-    let (version, prefix) = if header.len() + 1 + 10 <= usize::from(u16::MAX) {
+    // The padded header ends with a newline and makes the data start at a multiple of 64.
+    // Version 1.0 stores its length in 2 bytes after 8 bytes of magic and version; 2.0, for
+    // longer headers (thousands of dims), in 4.
+    let padded = |prefix: usize| {
+        let pad = (ALIGN - (prefix + header.len() + 1) % ALIGN) % ALIGN;
+        header.len() + pad + 1
+    };
+    let (version, prefix) = if u16::try_from(padded(10)).is_ok() {
         (1u8, 10)
     } else {
         (2u8, 12)
     };
-    let pad = (ALIGN - (prefix + header.len() + 1) % ALIGN) % ALIGN;
-    header.push_str(&" ".repeat(pad));
+    let len = padded(prefix);
+    header.push_str(&" ".repeat(len - header.len() - 1));
     header.push('\n');
-    let data = encode(t.to_vec());
-    let mut out = Vec::with_capacity(prefix + header.len() + data.len());
+    let mut out = Vec::with_capacity(prefix + len);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[version, 0]);
-    if version == 1 {
-        let len = u16::try_from(header.len()).expect("checked above");
-        out.extend_from_slice(&len.to_le_bytes());
-    } else {
-        let len = u32::try_from(header.len()).map_err(|_| invalid(op, "<header>", "too long"))?;
-        out.extend_from_slice(&len.to_le_bytes());
+    match u16::try_from(len) {
+        Ok(len) if version == 1 => out.extend_from_slice(&len.to_le_bytes()),
+        _ => {
+            let len = u32::try_from(len).map_err(|_| invalid(op, "<header>", "too long"))?;
+            out.extend_from_slice(&len.to_le_bytes());
+        }
     }
     out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&data);
-    Ok(out)
+    Ok(Npy {
+        header: out,
+        data: t.to_le_bytes(),
+    })
 }
 
 /// What an `.npy` header says.
@@ -249,34 +275,45 @@ impl Literal<'_> {
     }
 }
 
-/// The tensor held by the `.npy` bytes `bytes` (`source` names them in errors).
-fn from_npy<E: Element>(op: &'static str, source: &str, bytes: &[u8]) -> Result<DynTensor<E>> {
+/// The tensor of the `.npy` file in `bytes` (`source` names it in errors). The header is read
+/// first; then the elements go straight from the file into the tensor's new buffer where they
+/// are stored in the machine's byte order (big-endian data goes through a byte buffer).
+fn from_npy<E: Element>(
+    op: &'static str,
+    source: &str,
+    bytes: &Source<'_>,
+) -> Result<DynTensor<E>> {
     let bad = |what: &dyn std::fmt::Display| {
         invalid(op, source, format!("not a valid .npy file: {what}"))
     };
-    if bytes.len() < 12 || &bytes[..6] != MAGIC {
+    let io = |e: std::io::Error| invalid(op, source, e);
+    let file_len = bytes.len().map_err(io)?;
+    let mut first = [0u8; 12];
+    if file_len < 12 {
         return Err(bad(&"no NumPy magic string at the start"));
     }
-    let (len, start) = match bytes[6] {
-        1 => (
-            usize::from(u16::from_le_bytes([bytes[8], bytes[9]])),
-            10usize,
+    bytes.read_at(0, &mut first).map_err(io)?;
+    if &first[..6] != MAGIC {
+        return Err(bad(&"no NumPy magic string at the start"));
+    }
+    let (len, start) = match first[6] {
+        1 => (u64::from(u16::from_le_bytes([first[8], first[9]])), 10u64),
+        2 | 3 => (
+            u64::from(u32::from_le_bytes([
+                first[8], first[9], first[10], first[11],
+            ])),
+            12,
         ),
-        2 | 3 => {
-            let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-            (
-                usize::try_from(len).map_err(|_| bad(&"header too long"))?,
-                12,
-            )
-        }
-        v => return Err(bad(&format!("unsupported version {v}.{}", bytes[7]))),
+        v => return Err(bad(&format!("unsupported version {v}.{}", first[7]))),
     };
-    let end = start
-        .checked_add(len)
-        .filter(|&end| end <= bytes.len())
-        .ok_or_else(|| bad(&"the header runs past the end of the file"))?;
+    let end = start + len;
+    if end > file_len {
+        return Err(bad(&"the header runs past the end of the file"));
+    }
+    let mut head = vec![0u8; usize::try_from(end).map_err(|_| bad(&"header too long"))?];
+    bytes.read_at(0, &mut head).map_err(io)?;
     let text =
-        std::str::from_utf8(&bytes[start..end]).map_err(|_| bad(&"the header is not text"))?;
+        std::str::from_utf8(&head[start as usize..]).map_err(|_| bad(&"the header is not text"))?;
     let header = parse_header(text).map_err(|e| bad(&e))?;
     let (dtype, big_endian) = parse_descr(&header.descr).ok_or_else(|| {
         Error::new(
@@ -306,23 +343,23 @@ fn from_npy<E: Element>(op: &'static str, source: &str, bytes: &[u8]) -> Result<
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .ok_or_else(|| bad(&format!("shape {:?} overflows", header.shape)))?;
     let size = std::mem::size_of::<E>();
-    let data = &bytes[end..];
-    let needed: Option<usize> = numel.checked_mul(size);
-    if needed != Some(data.len()) {
+    let data_len = file_len - end;
+    let needed: Option<u64> = numel.checked_mul(size).map(|n| n as u64);
+    if needed != Some(data_len) {
         return Err(bad(&format!(
-            "shape {:?} of {dtype} needs {numel}×{size} bytes of data, the file has {}",
+            "shape {:?} of {dtype} needs {numel}×{size} bytes of data, the file has {data_len}",
             header.shape,
-            data.len()
         )));
     }
     let values = if big_endian && size > 1 {
-        let swapped: Vec<u8> = data
-            .chunks_exact(size)
-            .flat_map(|c| c.iter().rev().copied())
-            .collect();
-        decode(&swapped)
+        let mut data = vec![0u8; numel * size];
+        bytes.read_at(end, &mut data).map_err(io)?;
+        for element in data.chunks_exact_mut(size) {
+            element.reverse();
+        }
+        decode(&data)
     } else {
-        decode(data)
+        read_elements::<E>(bytes, end, numel).map_err(io)?
     };
     if header.fortran_order {
         // Column-major data is the row-major data of the reversed shape, transposed.
@@ -355,8 +392,13 @@ impl<E: Element> DynTensor<E> {
     /// ```
     pub fn save_npy(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let bytes = to_npy("save_npy", self)?;
-        std::fs::write(path, bytes).map_err(|e| io_error("save_npy", path, e))
+        let npy = to_npy("save_npy", self)?;
+        let write = || -> std::io::Result<()> {
+            let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+            npy.write_to(&mut file)?;
+            file.flush()
+        };
+        write().map_err(|e| io_error("save_npy", path, e))
     }
 
     /// Reads a NumPy `.npy` file (`np.save`'s output, any version, either byte order, C or
@@ -375,43 +417,29 @@ impl<E: Element> DynTensor<E> {
     /// ```
     pub fn load_npy(path: impl AsRef<Path>) -> Result<DynTensor<E>> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| io_error("load_npy", path, e))?;
+        let bytes = Source::open(path).map_err(|e| io_error("load_npy", path, e))?;
         from_npy("load_npy", &path.display().to_string(), &bytes)
     }
 
     /// The `.npy` bytes of this tensor (what [`DynTensor::save_npy`] writes).
     pub fn to_npy_bytes(&self) -> Result<Vec<u8>> {
-        to_npy("to_npy_bytes", self)
+        let npy = to_npy("to_npy_bytes", self)?;
+        let mut out = Vec::with_capacity(npy.len());
+        npy.write_to(&mut out)
+            .expect("writing to a Vec cannot fail");
+        Ok(out)
     }
 
     /// The tensor of `.npy` bytes held in memory (as [`DynTensor::load_npy`] reads a file;
     /// errors name `<bytes>`).
     pub fn from_npy_bytes(bytes: &[u8]) -> Result<DynTensor<E>> {
-        from_npy("from_npy_bytes", "<bytes>", bytes)
-    }
-}
-
-/// A tensor of any element type, as [`save_npz`] takes them: `&DynTensor<E>` for every `E`
-/// coerces to `&dyn NpyArray`, so one archive can hold `f32` weights beside `i64` indices.
-pub trait NpyArray: sealed::Sealed {
-    /// The `.npy` bytes of the tensor (see [`DynTensor::to_npy_bytes`]).
-    fn npy_bytes(&self) -> Result<Vec<u8>>;
-}
-
-mod sealed {
-    pub trait Sealed {}
-    impl<E: crate::dtype::Element> Sealed for crate::tensor::DynTensor<E> {}
-}
-
-impl<E: Element> NpyArray for DynTensor<E> {
-    fn npy_bytes(&self) -> Result<Vec<u8>> {
-        to_npy("save_npz", self)
+        from_npy("from_npy_bytes", "<bytes>", &Source::Bytes(bytes.into()))
     }
 }
 
 /// Writes `arrays` under their names to a NumPy `.npz` archive at `path` (replacing it), as
 /// `np.savez` does: one stored (uncompressed) member `name.npy` each, readable by `np.load`.
-/// Arrays may differ in element type. Names must be distinct and non-empty.
+/// Arrays may differ in element type ([`SaveTensor`]). Names must be distinct and non-empty.
 ///
 /// ```
 /// use namedtensor::{save_npz, DynTensor, NpzFile};
@@ -425,7 +453,7 @@ impl<E: Element> NpyArray for DynTensor<E> {
 /// assert_eq!(file.get::<f32>("weight").unwrap().to_vec(), w.to_vec());
 /// std::fs::remove_file(&path).unwrap();
 /// ```
-pub fn save_npz(path: impl AsRef<Path>, arrays: &[(&str, &dyn NpyArray)]) -> Result<()> {
+pub fn save_npz(path: impl AsRef<Path>, arrays: &[(&str, &dyn SaveTensor)]) -> Result<()> {
     let path = path.as_ref();
     let mut names: Vec<&str> = arrays.iter().map(|a| a.0).collect();
     names.sort_unstable();
@@ -446,20 +474,20 @@ pub fn save_npz(path: impl AsRef<Path>, arrays: &[(&str, &dyn NpyArray)]) -> Res
     // Encode everything before touching the file, so that a bad array leaves it as it was.
     let members = arrays
         .iter()
-        .map(|(name, a)| Ok((format!("{name}.npy"), a.npy_bytes()?)))
+        .map(|(name, a)| Ok((format!("{name}.npy"), to_npy("save_npz", *a)?)))
         .collect::<Result<Vec<_>>>()?;
     let file = std::fs::File::create(path).map_err(|e| io_error("save_npz", path, e))?;
-    write_npz(file, &members).map_err(|e| io_error("save_npz", path, e))
+    write_npz(std::io::BufWriter::new(file), &members).map_err(|e| io_error("save_npz", path, e))
 }
 
-fn write_npz<W: Write + Seek>(w: W, members: &[(String, Vec<u8>)]) -> zip::result::ZipResult<()> {
+fn write_npz<W: Write + Seek>(w: W, members: &[(String, Npy)]) -> zip::result::ZipResult<()> {
     let mut zip = zip::ZipWriter::new(w);
-    for (name, bytes) in members {
+    for (name, npy) in members {
         let options = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Stored)
-            .large_file(bytes.len() as u64 >= u64::from(u32::MAX));
+            .large_file(npy.len() as u64 >= u64::from(u32::MAX));
         zip.start_file(name.as_str(), options)?;
-        zip.write_all(bytes)?;
+        npy.write_to(&mut zip)?;
     }
     zip.finish()?.flush()?;
     Ok(())
@@ -470,10 +498,15 @@ fn write_npz<W: Write + Seek>(w: W, members: &[(String, Vec<u8>)]) -> zip::resul
 /// deflated (`np.savez_compressed`).
 pub struct NpzFile {
     source: String,
-    archive: std::cell::RefCell<zip::ZipArchive<std::io::Cursor<Vec<u8>>>>,
+    /// The archive over the file (read on request) or over bytes in memory.
+    archive: std::sync::Mutex<zip::ZipArchive<Box<dyn ReadSeek>>>,
     /// Array names (member names without `.npy`) and member names, sorted by array name.
     members: Vec<(String, String)>,
 }
+
+/// What a zip archive reads from.
+trait ReadSeek: Read + Seek + Send {}
+impl<T: Read + Seek + Send> ReadSeek for T {}
 
 impl std::fmt::Debug for NpzFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -489,17 +522,20 @@ impl NpzFile {
     /// that is not a zip archive.
     pub fn open(path: impl AsRef<Path>) -> Result<NpzFile> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| io_error("load_npz", path, e))?;
-        NpzFile::from_bytes_named(bytes, path.display().to_string())
+        let file = std::fs::File::open(path).map_err(|e| io_error("load_npz", path, e))?;
+        NpzFile::from_reader(
+            Box::new(std::io::BufReader::new(file)),
+            path.display().to_string(),
+        )
     }
 
     /// The archive held in memory (errors name `<bytes>`).
     pub fn from_bytes(bytes: Vec<u8>) -> Result<NpzFile> {
-        NpzFile::from_bytes_named(bytes, "<bytes>".to_string())
+        NpzFile::from_reader(Box::new(std::io::Cursor::new(bytes)), "<bytes>".to_string())
     }
 
-    fn from_bytes_named(bytes: Vec<u8>, source: String) -> Result<NpzFile> {
-        let archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+    fn from_reader(reader: Box<dyn ReadSeek>, source: String) -> Result<NpzFile> {
+        let archive = zip::ZipArchive::new(reader)
             .map_err(|e| invalid("load_npz", &source, format!("not a valid .npz file: {e}")))?;
         let mut members = archive
             .file_names()
@@ -516,7 +552,7 @@ impl NpzFile {
         members.sort();
         Ok(NpzFile {
             source,
-            archive: std::cell::RefCell::new(archive),
+            archive: std::sync::Mutex::new(archive),
             members,
         })
     }
@@ -547,7 +583,12 @@ impl NpzFile {
                 )
             })?;
         let where_ = format!("{}[{name:?}]", self.source);
-        let mut archive = self.archive.borrow_mut();
+        // A panic while the lock was held leaves the archive's reader position behind,
+        // which `by_name` sets first.
+        let mut archive = self
+            .archive
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut entry = archive
             .by_name(member)
             .map_err(|e| invalid("load_npz", &where_, e))?;
@@ -555,7 +596,7 @@ impl NpzFile {
         entry
             .read_to_end(&mut bytes)
             .map_err(|e| invalid("load_npz", &where_, e))?;
-        from_npy("load_npz", &where_, &bytes)
+        from_npy("load_npz", &where_, &Source::Bytes(bytes.into()))
     }
 }
 

@@ -4,14 +4,21 @@
 //! here are read by every safetensors reader (PyTorch's `safetensors.torch.load_file`,
 //! candle, …) and the other way round.
 //!
-//! The reading and writing of the container is the `safetensors` crate's (it validates the
-//! header: offsets in bounds, contiguous, no overlap, sizes matching the shapes); this module
-//! maps element types and converts elements to and from little-endian bytes.
+//! The `safetensors` crate writes the container and validates a file's header (offsets in
+//! bounds, contiguous, no overlap, sizes matching the shapes); this module maps element types
+//! and moves the elements. Invariants:
+//! - Loading reads the header, then each tensor's bytes from the file straight into the new
+//!   tensor's buffer ([`SafetensorsFile`]): its memory is the tensors' and nothing more (before,
+//!   a copy of the file and a decoding pass held three times a tensor's size at once).
+//! - Saving makes one row-major copy of each tensor and hands its bytes to the writer
+//!   ([`SaveTensor::to_le_bytes`]; no second, byte-converted copy on little-endian machines).
 
+use super::save_tensor::SaveTensor;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::DynTensor;
 use half::{bf16, f16};
+use safetensors::tensor::Metadata;
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensorError, SafeTensors};
 use std::any::Any;
@@ -115,7 +122,9 @@ fn io_error(op: &'static str, path: &Path, what: impl std::fmt::Display) -> Erro
 }
 
 /// Writes `tensors` under their names to a safetensors file at `path` (replacing it). Views
-/// are saved as their elements in row-major order. Names must be distinct.
+/// are saved as their elements in row-major order. Names must be distinct; element types may
+/// differ ([`SaveTensor`]: `f32` weights beside `i64` buffers; read such a file back with
+/// [`SafetensorsFile`]).
 ///
 /// ```
 /// use namedtensor::{load_tensors, save_tensors, DynTensor};
@@ -128,19 +137,20 @@ fn io_error(op: &'static str, path: &Path, what: impl std::fmt::Display) -> Erro
 /// let loaded = load_tensors::<f32>(&path).unwrap();
 /// assert_eq!(loaded[0].0, "bias");
 /// assert_eq!(loaded[1].1.to_vec(), w.t().to_vec());
+///
+/// let steps = DynTensor::<i64>::from_vec(vec![1000], &[1]);
+/// save_tensors(&path, &[("weight", &w), ("steps", &steps)]).unwrap();
+/// assert_eq!(load_tensors::<f32>(&path).unwrap_err().kind(), namedtensor::ErrorKind::DTypeMismatch);
 /// std::fs::remove_dir_all(&dir).unwrap();
 /// ```
-pub fn save_tensors<E: Element>(
-    path: impl AsRef<Path>,
-    tensors: &[(&str, &DynTensor<E>)],
-) -> Result<()> {
+pub fn save_tensors(path: impl AsRef<Path>, tensors: &[(&str, &dyn SaveTensor)]) -> Result<()> {
     save_with_metadata(path.as_ref(), tensors, None)
 }
 
 /// [`save_tensors`] with text `metadata` in the file's header (`__metadata__`).
-pub(crate) fn save_with_metadata<E: Element>(
+pub(crate) fn save_with_metadata(
     path: &Path,
-    tensors: &[(&str, &DynTensor<E>)],
+    tensors: &[(&str, &dyn SaveTensor)],
     metadata: Option<HashMap<String, String>>,
 ) -> Result<()> {
     let mut names: Vec<&str> = tensors.iter().map(|t| t.0).collect();
@@ -152,12 +162,12 @@ pub(crate) fn save_with_metadata<E: Element>(
             format!("the name {:?} is given to two tensors", w[0]),
         ));
     }
-    let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, t)| encode(t.to_vec())).collect();
+    let bytes: Vec<_> = tensors.iter().map(|(_, t)| t.to_le_bytes()).collect();
     let views = tensors
         .iter()
         .zip(&bytes)
         .map(|((name, t), b)| {
-            TensorView::new(to_safetensors(E::DTYPE), t.shape().to_vec(), b)
+            TensorView::new(to_safetensors(t.dtype()), t.shape().to_vec(), b)
                 .map(|v| (*name, v))
                 .map_err(|e| io_error("save", path, e))
         })
@@ -166,7 +176,7 @@ pub(crate) fn save_with_metadata<E: Element>(
 }
 
 /// Reads every tensor of a safetensors file, sorted by name. All must be of element type `E`
-/// (see [`DynTensor::load_named`] for files that mix types).
+/// (see [`SafetensorsFile`] for files that mix types).
 ///
 /// Errors: [`ErrorKind::Io`] when the file cannot be read or is not a valid safetensors
 /// file; [`ErrorKind::DTypeMismatch`] naming the tensor, its dtype and `E`'s.
@@ -177,9 +187,7 @@ pub(crate) fn save_with_metadata<E: Element>(
 /// assert_eq!(err.kind(), ErrorKind::Io);
 /// ```
 pub fn load_tensors<E: Element>(path: impl AsRef<Path>) -> Result<Vec<(String, DynTensor<E>)>> {
-    let path = path.as_ref();
-    let buffer = std::fs::read(path).map_err(|e| io_error("load", path, e))?;
-    tensors_of(path, &buffer)
+    SafetensorsFile::open(path)?.reader.get_all()
 }
 
 /// A file's tensors by name and its text metadata.
@@ -187,16 +195,8 @@ pub(crate) type WithMetadata<E> = (Vec<(String, DynTensor<E>)>, HashMap<String, 
 
 /// [`load_tensors`] with the file's text metadata (empty when it has none).
 pub(crate) fn load_with_metadata<E: Element>(path: &Path) -> Result<WithMetadata<E>> {
-    let buffer = std::fs::read(path).map_err(|e| io_error("load", path, e))?;
-    let tensors = tensors_of(path, &buffer)?;
-    let (_, header) = SafeTensors::read_metadata(&buffer).map_err(|e| {
-        io_error(
-            "load",
-            path,
-            format!("not a valid safetensors file: {}", describe(&e, &buffer)),
-        )
-    })?;
-    Ok((tensors, header.metadata().clone().unwrap_or_default()))
+    let file = SafetensorsFile::open(path)?;
+    Ok((file.reader.get_all()?, file.reader.metadata))
 }
 
 /// The tensors of a safetensors file held in memory (the bytes of a file, a network reply),
@@ -216,25 +216,8 @@ pub(crate) fn load_with_metadata<E: Element>(path: &Path) -> Result<WithMetadata
 /// assert_eq!(err.kind(), ErrorKind::Io);
 /// ```
 pub fn load_tensors_from_bytes<E: Element>(bytes: &[u8]) -> Result<Vec<(String, DynTensor<E>)>> {
-    tensors_of(Path::new("<bytes>"), bytes)
-}
-
-/// Every tensor of the safetensors `buffer` (read from `path`), sorted by name.
-fn tensors_of<E: Element>(path: &Path, buffer: &[u8]) -> Result<Vec<(String, DynTensor<E>)>> {
-    let file = parse(path, buffer)?;
-    let mut names = file.names();
-    names.sort_unstable();
-    names
-        .into_iter()
-        .map(|name| Ok((name.to_string(), tensor_of(path, &file, name)?)))
-        .collect()
-}
-
-fn parse<'a>(path: &Path, buffer: &'a [u8]) -> Result<SafeTensors<'a>> {
-    SafeTensors::deserialize(buffer).map_err(|e| {
-        let why = describe(&e, buffer);
-        io_error("load", path, format!("not a valid safetensors file: {why}"))
-    })
+    let source = Source::Bytes(std::borrow::Cow::Borrowed(bytes));
+    Reader::new(source, "<bytes>".into())?.get_all()
 }
 
 /// What is wrong with a file the `safetensors` crate rejected, in this library's words (the
@@ -301,29 +284,6 @@ fn key_count(header: &str, name: &str) -> usize {
         .count()
 }
 
-/// Tensor `name` of `file` as a `DynTensor<E>`.
-fn tensor_of<E: Element>(path: &Path, file: &SafeTensors<'_>, name: &str) -> Result<DynTensor<E>> {
-    let view = file.tensor(name).map_err(|e| io_error("load", path, e))?;
-    match from_safetensors(view.dtype()) {
-        Some(d) if d == E::DTYPE => {
-            DynTensor::from_contiguous_vec(decode(view.data()), view.shape())
-        }
-        found => Err(Error::new(
-            ErrorKind::DTypeMismatch,
-            "load",
-            format!(
-                "{}: tensor {name:?} holds {}, but {} was asked for",
-                path.display(),
-                found.map_or_else(
-                    || format!("{:?} (not supported)", view.dtype()),
-                    |d| d.to_string()
-                ),
-                E::DTYPE
-            ),
-        )),
-    }
-}
-
 impl<E: Element> DynTensor<E> {
     /// Writes this tensor to a safetensors file at `path` (replacing it), under the name
     /// `"tensor"`; a view is saved as its elements in row-major order. See [`save_tensors`]
@@ -358,10 +318,9 @@ impl<E: Element> DynTensor<E> {
     /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<DynTensor<E>> {
         let path = path.as_ref();
-        let buffer = std::fs::read(path).map_err(|e| io_error("load", path, e))?;
-        let file = parse(path, &buffer)?;
+        let file = SafetensorsFile::open(path)?;
         match file.names()[..] {
-            [name] => tensor_of(path, &file, name),
+            [name] => file.get(name),
             ref names => Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "load",
@@ -389,8 +348,305 @@ impl<E: Element> DynTensor<E> {
     /// std::fs::remove_file(&path).unwrap();
     /// ```
     pub fn load_named(path: impl AsRef<Path>, name: &str) -> Result<DynTensor<E>> {
-        let path = path.as_ref();
-        let buffer = std::fs::read(path).map_err(|e| io_error("load", path, e))?;
-        tensor_of(path, &parse(path, &buffer)?, name)
+        SafetensorsFile::open(path)?.get(name)
     }
+}
+
+/// A safetensors file opened for reading (Python's `safe_open`): its tensors' names, dtypes
+/// and shapes and its text metadata, and each tensor on request with its element type
+/// checked: the way to read a file whose tensors differ in type.
+///
+/// Opening reads and validates the header only; [`SafetensorsFile::get`] reads one tensor's
+/// bytes from the file straight into the tensor's new buffer, so loading needs the memory of
+/// the tensors and nothing more (no copy of the file, no intermediate buffer).
+///
+/// ```
+/// use namedtensor::{save_tensors, DType, DynTensor, SafetensorsFile};
+/// let path = std::env::temp_dir().join(format!("nt-doc-safe-open-{}.safetensors", std::process::id()));
+/// let w = DynTensor::<f32>::randn(&[3, 4], 0);
+/// let steps = DynTensor::<i64>::from_vec(vec![1000], &[1]);
+/// save_tensors(&path, &[("weight", &w), ("steps", &steps)]).unwrap();
+/// let file = SafetensorsFile::open(&path).unwrap();
+/// assert_eq!(file.names(), ["steps", "weight"]);
+/// assert_eq!(file.dtype("steps"), Some(DType::I64));
+/// assert_eq!(file.shape("weight"), Some(&[3, 4][..]));
+/// assert_eq!(file.get::<i64>("steps").unwrap().to_vec(), vec![1000]);
+/// assert_eq!(file.get::<f32>("weight").unwrap().to_vec(), w.to_vec());
+/// assert!(file.get::<f32>("steps").is_err()); // it holds int64
+/// std::fs::remove_file(&path).unwrap();
+/// ```
+pub struct SafetensorsFile {
+    reader: Reader<'static>,
+}
+
+/// A validated safetensors header over the file's bytes.
+struct Reader<'a> {
+    /// The file's path, or `<bytes>`, for errors.
+    source: std::path::PathBuf,
+    bytes: Source<'a>,
+    /// Where the data section starts (after the 8-byte length and the header).
+    data_start: u64,
+    /// Name, dtype (`None`: a safetensors dtype the library lacks), shape and byte range in
+    /// the data section, sorted by name.
+    entries: Vec<Entry>,
+    metadata: HashMap<String, String>,
+}
+
+struct Entry {
+    name: String,
+    stored: Dtype,
+    dtype: Option<DType>,
+    shape: Vec<usize>,
+    offsets: (usize, usize),
+}
+
+/// Where a file's bytes are (a safetensors or `.npy` file).
+pub(super) enum Source<'a> {
+    /// An open file, read at the offsets asked for (the lock serialises seek + read).
+    File(std::sync::Mutex<std::fs::File>),
+    /// Bytes in memory.
+    Bytes(std::borrow::Cow<'a, [u8]>),
+}
+
+impl Source<'_> {
+    pub(super) fn open(path: &Path) -> std::io::Result<Source<'static>> {
+        Ok(Source::File(std::sync::Mutex::new(std::fs::File::open(
+            path,
+        )?)))
+    }
+
+    pub(super) fn len(&self) -> std::io::Result<u64> {
+        match self {
+            Source::File(f) => Ok(lock(f).metadata()?.len()),
+            Source::Bytes(b) => Ok(b.len() as u64),
+        }
+    }
+
+    /// Fills `buf` with the bytes from `offset` on (the caller checked they exist).
+    pub(super) fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        match self {
+            Source::File(f) => {
+                let mut f = lock(f);
+                f.seek(SeekFrom::Start(offset))?;
+                f.read_exact(buf)
+            }
+            Source::Bytes(b) => {
+                let start = usize::try_from(offset).map_err(std::io::Error::other)?;
+                let bytes = start
+                    .checked_add(buf.len())
+                    .and_then(|end| b.get(start..end))
+                    .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+                buf.copy_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn lock(f: &std::sync::Mutex<std::fs::File>) -> std::sync::MutexGuard<'_, std::fs::File> {
+    // A panic while the lock was held leaves only a file position behind, which every read
+    // sets first.
+    f.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The format's limit on the header's size (the `safetensors` crate's).
+const MAX_HEADER: u64 = 100_000_000;
+
+impl std::fmt::Debug for SafetensorsFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SafetensorsFile")
+            .field("source", &self.reader.source)
+            .field("names", &self.names())
+            .finish()
+    }
+}
+
+impl SafetensorsFile {
+    /// Opens the file at `path` and validates its header (offsets in bounds, back to back,
+    /// sizes matching the shapes, the data section filling the rest of the file). Errors:
+    /// [`ErrorKind::Io`] for an unreadable file or one that is not valid safetensors.
+    pub fn open(path: impl AsRef<Path>) -> Result<SafetensorsFile> {
+        let path = path.as_ref();
+        let bytes = Source::open(path).map_err(|e| io_error("load", path, e))?;
+        let reader = Reader::new(bytes, path.to_path_buf())?;
+        Ok(SafetensorsFile { reader })
+    }
+
+    /// A safetensors file held in memory (errors name `<bytes>`).
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<SafetensorsFile> {
+        let reader = Reader::new(Source::Bytes(bytes.into()), "<bytes>".into())?;
+        Ok(SafetensorsFile { reader })
+    }
+
+    /// The tensors' names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.reader
+            .entries
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect()
+    }
+
+    /// The dtype of tensor `name`; `None` when there is no such tensor or its dtype is not
+    /// one of the library's.
+    pub fn dtype(&self, name: &str) -> Option<DType> {
+        self.reader.entry(name).and_then(|e| e.dtype)
+    }
+
+    /// The shape of tensor `name`, if there is one.
+    pub fn shape(&self, name: &str) -> Option<&[usize]> {
+        self.reader.entry(name).map(|e| e.shape.as_slice())
+    }
+
+    /// The file's text metadata (`__metadata__`; empty when it has none).
+    pub fn metadata(&self) -> &HashMap<String, String> {
+        &self.reader.metadata
+    }
+
+    /// Tensor `name` as a `DynTensor<E>`, read from the file into its buffer. Errors:
+    /// [`ErrorKind::Io`] when there is no tensor of that name or the file cannot be read,
+    /// [`ErrorKind::DTypeMismatch`] naming both dtypes.
+    pub fn get<E: Element>(&self, name: &str) -> Result<DynTensor<E>> {
+        self.reader.get(name)
+    }
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: Source<'a>, source: std::path::PathBuf) -> Result<Reader<'a>> {
+        let io = |e: std::io::Error| io_error("load", &source, e);
+        let len = bytes.len().map_err(io)?;
+        // The length, the header, and no data: the `safetensors` crate validates the header
+        // from these bytes (then stops at the missing data, checked below with the length).
+        let mut first = [0u8; 8];
+        let stated = if len >= 8 {
+            bytes.read_at(0, &mut first).map_err(io)?;
+            u64::from_le_bytes(first)
+        } else {
+            0
+        };
+        let head_len = if stated > MAX_HEADER {
+            8
+        } else {
+            len.min(8 + stated)
+        };
+        let mut head =
+            vec![0u8; usize::try_from(head_len).map_err(|e| io(std::io::Error::other(e)))?];
+        bytes.read_at(0, &mut head).map_err(io)?;
+        let invalid = |e: &SafeTensorError| {
+            let why = describe(e, &head);
+            io_error(
+                "load",
+                &source,
+                format!("not a valid safetensors file: {why}"),
+            )
+        };
+        let header = match SafeTensors::read_metadata(&head) {
+            Ok((_, header)) => header,
+            Err(SafeTensorError::MetadataIncompleteBuffer) => {
+                serde_json::from_slice::<Metadata>(&head[8..])
+                    .map_err(|e| invalid(&SafeTensorError::InvalidHeaderDeserialization(e)))?
+            }
+            Err(e) => return Err(invalid(&e)),
+        };
+        if Some(len) != head_len.checked_add(header.data_len() as u64) {
+            return Err(invalid(&SafeTensorError::MetadataIncompleteBuffer));
+        }
+        let mut entries: Vec<Entry> = header
+            .tensors()
+            .into_iter()
+            .map(|(name, info)| Entry {
+                name,
+                stored: info.dtype,
+                dtype: from_safetensors(info.dtype),
+                shape: info.shape.clone(),
+                offsets: info.data_offsets,
+            })
+            .collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let metadata = header.metadata().clone().unwrap_or_default();
+        Ok(Reader {
+            source,
+            bytes,
+            data_start: head_len,
+            entries,
+            metadata,
+        })
+    }
+
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    fn get<E: Element>(&self, name: &str) -> Result<DynTensor<E>> {
+        let path = &self.source;
+        let entry = self
+            .entry(name)
+            .ok_or_else(|| io_error("load", path, format!("it has no tensor named {name:?}")))?;
+        if entry.dtype != Some(E::DTYPE) {
+            return Err(Error::new(
+                ErrorKind::DTypeMismatch,
+                "load",
+                format!(
+                    "{}: tensor {name:?} holds {}, but {} was asked for",
+                    path.display(),
+                    entry.dtype.map_or_else(
+                        || format!("{:?} (not supported)", entry.stored),
+                        |d| d.to_string()
+                    ),
+                    E::DTYPE
+                ),
+            ));
+        }
+        let numel = entry.shape.iter().product();
+        let offset = self.data_start + entry.offsets.0 as u64;
+        let values = read_elements::<E>(&self.bytes, offset, numel)
+            .map_err(|e| io_error("load", path, e))?;
+        DynTensor::from_contiguous_vec(values, &entry.shape)
+    }
+
+    /// Every tensor, sorted by name; all must be of element type `E`.
+    fn get_all<E: Element>(&self) -> Result<Vec<(String, DynTensor<E>)>> {
+        self.entries
+            .iter()
+            .map(|e| Ok((e.name.clone(), self.get(&e.name)?)))
+            .collect()
+    }
+}
+
+/// `n` elements stored little-endian from `offset` of `bytes`, read straight into the new
+/// vector's memory (one pass, no intermediate buffer) on little-endian machines; `bool`
+/// (whose bytes must be checked) and big-endian machines go through a byte buffer.
+pub(super) fn read_elements<E: Element>(
+    bytes: &Source<'_>,
+    offset: u64,
+    n: usize,
+) -> std::io::Result<Vec<E>> {
+    macro_rules! direct {
+        ($t:ty) => {{
+            let mut v: Vec<$t> = bytemuck::zeroed_vec(n);
+            bytes.read_at(offset, bytemuck::cast_slice_mut(&mut v))?;
+            Box::new(v) as Box<dyn Any>
+        }};
+    }
+    if cfg!(target_endian = "big") || E::DTYPE == DType::Bool {
+        let mut raw = vec![0u8; n * std::mem::size_of::<E>()];
+        bytes.read_at(offset, &mut raw)?;
+        return Ok(decode(&raw));
+    }
+    let values: Box<dyn Any> = match E::DTYPE {
+        DType::Bool => unreachable!("read through a byte buffer above"),
+        DType::U8 => direct!(u8),
+        DType::I8 => direct!(i8),
+        DType::I16 => direct!(i16),
+        DType::I32 => direct!(i32),
+        DType::I64 => direct!(i64),
+        DType::F16 => direct!(f16),
+        DType::BF16 => direct!(bf16),
+        DType::F32 => direct!(f32),
+        DType::F64 => direct!(f64),
+    };
+    Ok(*values
+        .downcast::<Vec<E>>()
+        .expect("the dtype names the type"))
 }
