@@ -18,7 +18,7 @@
 //! - The zip container is the `zip` crate's (stored members when writing, as `np.savez`;
 //!   stored or deflated when reading).
 
-use super::save_tensor::{LeBytes, SaveTensor};
+use super::save_tensor::{LeBytes, SaveTensor, distinct_names};
 use super::serialize::{Source, decode, read_elements};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
@@ -455,15 +455,7 @@ impl<E: Element> DynTensor<E> {
 /// ```
 pub fn save_npz(path: impl AsRef<Path>, arrays: &[(&str, &dyn SaveTensor)]) -> Result<()> {
     let path = path.as_ref();
-    let mut names: Vec<&str> = arrays.iter().map(|a| a.0).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "save_npz",
-            format!("the name {:?} is given to two arrays", w[0]),
-        ));
-    }
+    let names = distinct_names("save_npz", arrays, "arrays")?;
     if names.first() == Some(&"") {
         return Err(Error::new(
             ErrorKind::InvalidArgument,

@@ -4,6 +4,7 @@
 
 use super::serialize::encode;
 use crate::dtype::{DType, Element};
+use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::DynTensor;
 use half::{bf16, f16};
 use std::any::Any;
@@ -96,5 +97,24 @@ impl<E: Element> SaveTensor for DynTensor<E> {
             DType::F32 => native!(f32),
             DType::F64 => native!(f64),
         }
+    }
+}
+
+/// The names of `items` (what a writer is about to put in one file), sorted; an error of `op`
+/// naming the first name given to two of them (`things`: "tensors", "arrays").
+pub(super) fn distinct_names<'a>(
+    op: &'static str,
+    items: &[(&'a str, &dyn SaveTensor)],
+    things: &str,
+) -> Result<Vec<&'a str>> {
+    let mut names: Vec<&str> = items.iter().map(|item| item.0).collect();
+    names.sort_unstable();
+    match names.windows(2).find(|w| w[0] == w[1]) {
+        Some(w) => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!("the name {:?} is given to two {things}", w[0]),
+        )),
+        None => Ok(names),
     }
 }

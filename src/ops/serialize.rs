@@ -13,7 +13,7 @@
 //! - Saving makes one row-major copy of each tensor and hands its bytes to the writer
 //!   ([`SaveTensor::to_le_bytes`]; no second, byte-converted copy on little-endian machines).
 
-use super::save_tensor::SaveTensor;
+use super::save_tensor::{SaveTensor, distinct_names};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::DynTensor;
@@ -153,15 +153,7 @@ pub(crate) fn save_with_metadata(
     tensors: &[(&str, &dyn SaveTensor)],
     metadata: Option<HashMap<String, String>>,
 ) -> Result<()> {
-    let mut names: Vec<&str> = tensors.iter().map(|t| t.0).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "save",
-            format!("the name {:?} is given to two tensors", w[0]),
-        ));
-    }
+    distinct_names("save", tensors, "tensors")?;
     let bytes: Vec<_> = tensors.iter().map(|(_, t)| t.to_le_bytes()).collect();
     let views = tensors
         .iter()
