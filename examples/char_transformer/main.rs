@@ -5,7 +5,7 @@
 //! `(Batch, Seq, Model)`, each [`TransformerBlock`](namedtensor::nn::TransformerBlock) splits
 //! `Model` into `(Heads, HeadDim)` and attends causally along `Seq`, and the head scores
 //! `(Batch, Seq, Vocab)`, which the loss reads along `Vocab`. The model (`model.rs`) is the one
-//! `tests/nn_torch.rs` trains step for step against PyTorch.
+//! `tests/suite/nn_torch.rs` trains step for step against PyTorch.
 //!
 //! ```sh
 //! cargo run --release --example char_transformer            # 600 steps

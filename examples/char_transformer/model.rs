@@ -1,5 +1,5 @@
 //! The character-level language model of the `char_transformer` example, written by names.
-//! `tests/nn_torch.rs` includes this file and trains it against PyTorch's copy of it
+//! `tests/suite/nn_torch.rs` includes this file and trains it against PyTorch's copy of it
 //! (`tests/fixtures/make_nn.py`), so the model the example trains is the one the test checks.
 
 use namedtensor::autograd::no_grad;

@@ -14,7 +14,7 @@
 //!
 //! The sign is copied from `x` (odd function, `-0` stays `-0`); NaN passes through and `±inf`
 //! gives `±1`. Largest error measured against `f64` libm `erf` over a dense sweep of
-//! `[-5, 5]` and tiny arguments: below 2 ulp (`tests/exp_accuracy.rs`).
+//! `[-5, 5]` and tiny arguments: below 2 ulp (`tests/suite/exp_accuracy.rs`).
 
 use super::exp::exp_f32;
 

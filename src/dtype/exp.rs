@@ -22,7 +22,7 @@
 //! next to the overflow, underflow and reduction boundaries) and against a double-double
 //! evaluation for `f64` (1M points over `[-700, 700]`, dense sweeps near 0 and ±ln2/2), the
 //! largest error is 0.94 ulp for both, 0.75 ulp for subnormal results
-//! (`tests/exp_accuracy.rs`). Loops over them run near memory bandwidth when compiled for
+//! (`tests/suite/exp_accuracy.rs`). Loops over them run near memory bandwidth when compiled for
 //! wide vector registers (the CPU backend's `vmath::vectorized`).
 
 /// `e^x` for `f32`, branch-free (see the module documentation). Within 1 ulp of the exact
@@ -112,7 +112,7 @@ pub(crate) fn exp_f64(x: f64) -> f64 {
 /// `tanh x` for `f32`, branch-free on top of [`exp_f32`], so that a loop over it vectorises
 /// (libm's `tanhf` is a scalar call, which made `tanh` the slowest step of an attention
 /// layer; BENCHMARKS.md). Within 1.5 ulp of the exact result over a 4M-point sweep of
-/// `[-10, 10]` (`tests/exp_accuracy.rs` asserts 2), computed on `|x|` with `x`'s sign put
+/// `[-10, 10]` (`tests/suite/exp_accuracy.rs` asserts 2), computed on `|x|` with `x`'s sign put
 /// back at the end:
 /// - `|x| < 0.625`: `|x| + |x|³·Q(x²)`, `Q` a degree-5 least-squares fit of
 ///   `(tanh x − x)/x³` weighted for relative error;

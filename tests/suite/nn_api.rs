@@ -3,8 +3,6 @@
 //! giving a clear error that leaves the model untouched. (Numbers against PyTorch are in
 //! `nn_torch.rs`.)
 
-mod common;
-
 use namedtensor::nn::loss::{self, CrossEntropy};
 use namedtensor::nn::{
     Dropout, Embedding, LayerNorm, Linear, Module, Visitor, load_parameters, save_parameters,

@@ -1,7 +1,7 @@
 //! save/load in the safetensors format: round trips of every dtype and of views, files
 //! written by hand from the format's specification, and the errors.
 
-mod common;
+use crate::common;
 
 use common::{VIEW_KINDS, ViewKind, make_view};
 use half::{bf16, f16};

@@ -3,9 +3,6 @@
 //! the CPU and on cuda:0 (skipped with a printed reason where no GPU is usable) and compares
 //! with the CPU result.
 
-#[macro_use]
-mod common;
-
 use half::{bf16, f16};
 use namedtensor::{Device, DynTensor, Element, ErrorKind, Idx};
 

@@ -5,7 +5,7 @@
 //! `n` floats computed pairwise in `f32` are allowed a relative error of `1e-5` of `Σ|x|`
 //! (the bound is ~50 ε); `f16`/`bf16` results one rounding of their type; `f64` `1e-12`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use half::{bf16, f16};

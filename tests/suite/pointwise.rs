@@ -2,7 +2,7 @@
 //! transposed, offset, step-sliced and expanded inputs; in-place forms; aliasing; threads;
 //! error cases.
 
-mod common;
+use crate::common;
 
 use common::*;
 use half::{bf16, f16};

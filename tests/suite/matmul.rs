@@ -2,7 +2,7 @@
 //! kind of view (contiguous, transposed, permuted, offset, step-sliced, expanded with
 //! stride-0 batch dims) and every 1-D/2-D/N-D combination of `torch.matmul`'s rules.
 
-mod common;
+use crate::common;
 
 use common::{VIEW_KINDS, ViewKind, make_view, to_f64, values};
 use half::{bf16, f16};

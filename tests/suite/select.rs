@@ -2,7 +2,7 @@
 //! their definitions, element by element, on every kind of view of the input, the source and
 //! the index; out-of-range indices are errors that leave the inputs untouched.
 
-mod common;
+use crate::common;
 
 use common::{ViewKind, indices, make_view, shape, view_kind};
 use namedtensor::{DynTensor, ErrorKind};

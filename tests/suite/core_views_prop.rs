@@ -6,7 +6,7 @@
 //! in row-major order, the storage position it must reach, and transforms that table by plain
 //! index arithmetic for each view op.
 
-mod common;
+use crate::common;
 
 use namedtensor::{DynTensor, ErrorKind};
 use proptest::prelude::*;

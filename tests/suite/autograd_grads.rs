@@ -7,7 +7,7 @@
 //! gradient with `(L(x + ε eᵢ) − L(x − ε eᵢ)) / 2ε` computed under `no_grad` on contiguous
 //! copies (ε = 1e-6).
 
-mod common;
+use crate::common;
 
 use namedtensor::autograd::no_grad;
 use namedtensor::{DynTensor, Idx};

@@ -2,7 +2,7 @@
 //! every kind of view; `sort`, `argsort` and `topk` against a naive stable sort of each lane
 //! written here (PyTorch's order: NaN above every number, `-0.0` equal to `0.0`).
 
-mod common;
+use crate::common;
 
 use common::{indices, make_view, shape, view_kind};
 use namedtensor::{DynTensor, Element, ErrorKind};

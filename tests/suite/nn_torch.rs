@@ -903,7 +903,7 @@ fn transformer_block_matches_pytorch_encoder_layer() {
 
 // The example's encoder and sampler are not used here.
 #[allow(dead_code)]
-#[path = "../examples/char_transformer/model.rs"]
+#[path = "../../examples/char_transformer/model.rs"]
 mod char_model;
 
 /// Trains the example's character transformer (small sizes) for the fixture's 30 steps and

@@ -1,7 +1,7 @@
 //! `contiguous()` / `to_dtype()` / `copy_` of permuted, transposed and sliced views (the
 //! tiled copy path) against a naive index loop.
 
-mod common;
+use crate::common;
 
 use namedtensor::DynTensor;
 use proptest::prelude::*;

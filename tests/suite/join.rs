@@ -1,7 +1,7 @@
 //! `cat`, `stack`, `split`, `split_with_sizes`, `chunk` and `unbind` against their definitions,
 //! element by element, on every kind of view.
 
-mod common;
+use crate::common;
 
 use common::{ViewKind, indices, make_view, shape, view_kind};
 use namedtensor::{DynTensor, ErrorKind};

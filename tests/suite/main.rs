@@ -1,0 +1,36 @@
+//! The CPU test suite: one test binary whose modules are the library's areas. One crate
+//! instead of one per file: the library's generic code is instantiated and linked once, not
+//! once per file (the per-file build took 15 minutes of CI's 2 cores). `cargo test --test
+//! suite pointwise::` runs one area.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod autograd_api;
+mod autograd_grads;
+mod autograd_named;
+mod autograd_torch;
+mod bad_input;
+mod contiguous;
+mod core_aliasing;
+mod core_display;
+mod core_dtypes;
+mod core_errors;
+mod core_seeds;
+mod core_views_prop;
+mod exp_accuracy;
+mod join;
+mod matmul;
+mod named_algebra;
+mod named_compute;
+mod named_views;
+mod nn_api;
+mod nn_torch;
+mod npy;
+mod pointwise;
+mod promote;
+mod rearrange;
+mod reduce;
+mod select;
+mod serialize;
