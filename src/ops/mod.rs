@@ -1,6 +1,6 @@
 //! Compute operations on [`DynTensor`]: pointwise math, arithmetic with
 //! broadcasting and type promotion, comparisons and selection, reductions, softmax and
-//! cumulative sums; sorting (`sort`, `argsort`, `topk`); matrix products; joining, selecting
+//! cumulative sums; sorting (`sort`, `argsort`, `topk`); matrix products and `einsum`; joining, selecting
 //! and rearranging (`cat`, `stack`, `index_select`, `gather`, `split`, `flip`, `repeat`,
 //! `tril`); save/load.
 //!
@@ -37,6 +37,7 @@ mod arith;
 mod binary;
 mod compare;
 mod conv;
+mod einsum;
 mod flip;
 mod index_select;
 mod join;
@@ -60,6 +61,7 @@ pub use crate::dtype::promote::{
 };
 pub use compare::{try_where_, where_};
 pub use conv::Window2d;
+pub use einsum::{einsum, try_einsum};
 pub use npy::{NpzFile, load_npz, save_npz};
 pub(crate) use reduce::reduce_keepdim;
 pub use save_tensor::{LeBytes, SaveTensor};

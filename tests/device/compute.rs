@@ -240,6 +240,28 @@ device_tests! {
         assert!(c.is_contiguous() && c.device() == dev);
     }
 
+    fn einsum_composes_on_the_device(dev: Device) {
+        // Products, a diagonal (a strided view), an ellipsis and size-1 broadcasting: each
+        // built from the device's own ops, compared with the same equation on the CPU.
+        let (_, x) = grid(); // [4, 3], transposed storage
+        let y = DynTensor::from_vec((0..24).map(|i| i as f32 * 0.25 - 3.0).collect(), &[2, 3, 4]);
+        let sq = DynTensor::from_vec((0..9).map(|i| i as f32 - 4.0).collect(), &[3, 3]);
+        let one = DynTensor::from_vec(vec![0.5f32, -1.0, 2.0], &[3, 1]);
+        let cases: [(&str, Vec<&DynTensor<f32>>); 5] = [
+            ("ij,bjk->bik", vec![&x, &y]),
+            ("ii->i", vec![&sq]),
+            ("...jk,ij->...ik", vec![&y, &x]),
+            ("ij,kj->ik", vec![&x, &one]),
+            ("ij,jk,bkl->bil", vec![&x, &sq, &y]),
+        ];
+        for (eq, ops) in cases {
+            let want: Vec<f64> = namedtensor::einsum(eq, &ops).to_vec().into_iter().map(f64::from).collect();
+            let moved: Vec<DynTensor<f32>> = ops.iter().map(|t| on(dev, t)).collect();
+            let refs: Vec<&DynTensor<f32>> = moved.iter().collect();
+            assert_close_all(&host(dev, &namedtensor::einsum(eq, &refs)), &want, 1e-5, 1e-5, eq);
+        }
+    }
+
     fn matrix_products_through_views_and_batches(dev: Device) {
         let a_vals: Vec<f64> = (0..6).map(|i| i as f64 - 2.0).collect(); // [2, 3]
         let b_vals: Vec<f64> = (0..12).map(|i| (i as f64) * 0.5 - 1.0).collect(); // [3, 4]

@@ -282,6 +282,14 @@ fn every_op_tracks_iff_an_input_does() {
         ("cumsum", Box::new(|x| x.try_cumsum(0))),
         ("cumprod", Box::new(|x| x.try_cumprod(0))),
         ("matmul", Box::new(move |x| m(x).try_matmul(&m(x).t()))),
+        (
+            "einsum",
+            Box::new(move |x| namedtensor::try_einsum("ij,kj->ik", &[&m(x), &m(x)])),
+        ),
+        (
+            "einsum_diagonal",
+            Box::new(move |x| namedtensor::try_einsum("ii->i", &[&m(x).narrow(1, 0, 2)])),
+        ),
         ("mm", Box::new(move |x| m(x).try_mm(&m(x).t()))),
         (
             "bmm",

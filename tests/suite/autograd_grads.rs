@@ -375,6 +375,28 @@ proptest! {
         let b = make(&values(sb.iter().product(), seed + 3), &sb, l2);
         check("matmul", &[a, b], &|xs| xs[0].matmul(&xs[1]));
     }
+
+    #[test]
+    fn einsum_equations(
+        sizes in prop::collection::vec(1usize..4, 4), case in 0usize..7,
+        l1 in lay(), l2 in lay(), seed in 0u64..1000,
+    ) {
+        let [i, j, k, b] = [sizes[0], sizes[1], sizes[2], sizes[3]];
+        // Products, a diagonal, a sum over a letter one operand lacks, size-1 broadcasting
+        // and an ellipsis.
+        let (eq, sa, sb): (&str, Vec<usize>, Vec<usize>) = match case {
+            0 => ("ij,jk->ik", vec![i, j], vec![j, k]),
+            1 => ("bij,bkj->bki", vec![b, i, j], vec![b, k, j]),
+            2 => ("ii,ij->j", vec![i, i], vec![i, j]),
+            3 => ("ij,k->ik", vec![i, j], vec![k]),
+            4 => ("ij,kj->ik", vec![i, j], vec![k, 1]),
+            5 => ("i,j->ij", vec![i], vec![j]),
+            _ => ("...ij,...j->...i", vec![b, i, j], vec![j]),
+        };
+        let a = make(&values(sa.iter().product(), seed), &sa, l1);
+        let c = make(&values(sb.iter().product(), seed + 3), &sb, l2);
+        check(eq, &[a, c], &|xs| namedtensor::einsum(eq, &[&xs[0], &xs[1]]));
+    }
 }
 
 /// `t` with its dims reversed (a view).

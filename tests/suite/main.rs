@@ -19,6 +19,7 @@ mod core_dtypes;
 mod core_errors;
 mod core_seeds;
 mod core_views_prop;
+mod einsum;
 mod exp_accuracy;
 mod join;
 mod matmul;
