@@ -43,6 +43,10 @@ pub enum ErrorKind {
     /// already freed, a saved tensor modified in place, an in-place write into a tensor that
     /// requires grad, or an op without a gradient formula.
     Autograd,
+    /// A write into a storage while a slice of its elements is borrowed
+    /// ([`DynTensor::as_slice`](crate::DynTensor::as_slice), `with_contiguous`): like a
+    /// `RefCell`, the write is refused instead of changing elements under the reader.
+    Borrowed,
 }
 
 /// The error of every fallible namedtensor operation.

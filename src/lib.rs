@@ -74,7 +74,7 @@ pub use named_tensor::{ShapeSizes, Tensor};
 pub use ops::{NpzFile, SafetensorsFile, SaveTensor, load_npz, save_npz};
 pub use ops::{einsum, try_einsum, where_};
 pub use ops::{load_tensors, load_tensors_from_bytes, save_tensors};
-pub use storage::Storage;
+pub use storage::{ElementsRef, Storage};
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};
 

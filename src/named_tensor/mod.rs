@@ -146,6 +146,35 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
         self.raw.is_contiguous()
     }
 
+    /// The elements in row-major order of the full shape (private dims first) as a borrowed
+    /// slice, without copying: `Some` when contiguous in host memory; see
+    /// [`DynTensor::as_slice`].
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let t = Tensor::<f32, (Rows, Cols)>::ones([2, 3]);
+    /// assert_eq!(t.as_slice().unwrap().len(), 6);
+    /// assert!(t.align_to::<(Cols, Rows)>().as_slice().is_none());
+    /// ```
+    pub fn as_slice(&self) -> Option<crate::ElementsRef<'_, E>> {
+        self.raw.as_slice()
+    }
+
+    /// Runs `f` on the elements in row-major order of the full shape, borrowed when possible
+    /// and copied otherwise; see [`DynTensor::with_contiguous`].
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let t = Tensor::<f32, (Rows, Cols)>::ones([2, 3]);
+    /// assert_eq!(t.with_contiguous(|s| s.iter().sum::<f32>()), 6.0);
+    /// ```
+    #[track_caller]
+    pub fn with_contiguous<R>(&self, f: impl FnOnce(&[E]) -> R) -> R {
+        self.raw.with_contiguous(f)
+    }
+
     /// The elements in row-major order of the full shape.
     ///
     /// ```

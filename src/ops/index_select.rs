@@ -359,7 +359,7 @@ fn in_place<'a, E: Element>(
     dst.check_writable(op)?;
     crate::autograd::check_inplace(op, dst, crate::autograd::tracks(source))?;
     let result = out_of_place(op)?;
-    with_write_read_buffers(dst.storage(), result.storage(), |buf, r| {
+    with_write_read_buffers(op, dst.storage(), result.storage(), |buf, r| {
         buf.copy_from(op, dst.layout(), r, result.layout())
     })?;
     Ok(dst)

@@ -87,7 +87,7 @@ pub(crate) fn unary_<E: Element>(
     buf: &Storage<E>,
     dst: &Layout,
 ) -> Result<()> {
-    let mut g = buf.write();
+    let mut g = buf.write(op)?;
     on_backend!(op, (&mut *g => d), B => B::unary_::<E>(op, uop, d, dst), as_is)
 }
 
@@ -128,6 +128,7 @@ pub(crate) fn binary_<E: Element, B: Element>(
     ls: &Layout,
 ) -> Result<()> {
     with_write_read_buffers(
+        op,
         buf,
         src,
         |gd, gs| on_backend!(op, (gd => d, gs => s), K => K::binary_::<E, B>(op, bop, d, dst, s, ls), as_is),
@@ -179,6 +180,7 @@ pub(crate) fn masked_fill_<E: Element>(
     value: E,
 ) -> Result<()> {
     with_write_read_buffers(
+        op,
         buf,
         mask,
         |gd, gm| on_backend!(op, (gd => d, gm => m), K => K::masked_fill_::<E>(op, d, dst, m, lm, value), as_is),

@@ -21,6 +21,12 @@
 //!   depends on the order in which elements are visited. A writer splits its destination
 //!   across threads only when [`Layout::is_provably_non_overlapping`](crate::Layout) holds.
 //!
+//! - A borrowed slice of the elements ([`ElementsRef`], from `DynTensor::as_slice`) holds no
+//!   lock: while one is alive every write to the storage fails with
+//!   [`ErrorKind::Borrowed`](crate::ErrorKind) (the count of live borrows is raised under the
+//!   shared lock and checked under the exclusive one, so a write either finished before the
+//!   borrow began or is refused). Reads go on as usual, on any thread.
+//!
 //! # Buffer pool
 //! Host buffers of 1 MiB or more are recycled through a process-wide pool when their storage
 //! is dropped, and new large buffers are advised to use huge pages; see
@@ -40,7 +46,7 @@
 use crate::backend::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::backend::cpu::pool;
@@ -50,6 +56,8 @@ pub use pool::{
 pub(crate) use pool::{reserve as reserve_buffer, take as take_buffer};
 
 pub(crate) mod dispatch;
+mod elements_ref;
+pub use elements_ref::ElementsRef;
 
 /// The elements of a storage, on one device.
 #[derive(Debug)]
@@ -100,6 +108,9 @@ struct Shared<E> {
     buffer: RwLock<Buffer<E>>,
     /// Bumped by every write (see [`Storage::version`]).
     version: AtomicU64,
+    /// How many [`ElementsRef`]s of the elements are alive; writes are refused while any is.
+    /// Raised only under the shared lock, read under the exclusive one.
+    borrows: AtomicUsize,
     len: usize,
     device: Device,
 }
@@ -163,6 +174,7 @@ impl<E: Element> Storage<E> {
             shared: Arc::new(Shared {
                 buffer: RwLock::new(buffer),
                 version: AtomicU64::new(0),
+                borrows: AtomicUsize::new(0),
                 len,
                 device,
             }),
@@ -217,7 +229,8 @@ impl<E: Element> Storage<E> {
     /// ```
     pub fn set(&self, index: usize, value: E) -> Result<()> {
         self.check_index("Storage::set", index)?;
-        self.write().set("Storage::set", index, value)
+        self.write("Storage::set")?
+            .set("Storage::set", index, value)
     }
 
     /// A copy of all elements, in storage order (copied from the device for a CUDA storage).
@@ -266,14 +279,31 @@ impl<E: Element> Storage<E> {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Exclusive access for the duration of one operation. Every write to the elements goes
-    /// through here, so it bumps the version.
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Buffer<E>> {
-        self.shared.version.fetch_add(1, Ordering::Relaxed);
-        self.shared
+    /// Exclusive access for the duration of one operation `op`, or
+    /// [`ErrorKind::Borrowed`] while a slice of the elements is borrowed. Every write to the
+    /// elements goes through here, so it bumps the version.
+    pub(crate) fn write(&self, op: &'static str) -> Result<RwLockWriteGuard<'_, Buffer<E>>> {
+        let guard = self
+            .shared
             .buffer
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner);
+        // Borrows are raised under the shared lock, so none begins while this guard lives;
+        // Acquire pairs with the Release of a borrow's end.
+        let borrows = self.shared.borrows.load(Ordering::Acquire);
+        if borrows > 0 {
+            return Err(Error::new(
+                ErrorKind::Borrowed,
+                op,
+                format!(
+                    "cannot write into a tensor while a slice of its storage is borrowed \
+                     ({borrows} ElementsRef alive, from as_slice or with_contiguous); drop the \
+                     slice first"
+                ),
+            ));
+        }
+        self.shared.version.fetch_add(1, Ordering::Relaxed);
+        Ok(guard)
     }
 
     /// How many handles share this storage: tensors and views over it, and tensors that
@@ -388,6 +418,7 @@ pub(crate) fn with_read_buffers3<A: Element, B: Element, C: Element, R>(
 /// be a different storage (in-place ops copy an aliasing source first), locking in global
 /// order.
 pub(crate) fn with_write_read_buffers<A: Element, B: Element, R>(
+    op: &'static str,
     dst: &Storage<A>,
     src: &Storage<B>,
     f: impl FnOnce(&mut Buffer<A>, &Buffer<B>) -> Result<R>,
@@ -399,11 +430,11 @@ pub(crate) fn with_write_read_buffers<A: Element, B: Element, R>(
     );
     let (mut gd, gs);
     if dst.lock_order() < src.lock_order() {
-        gd = dst.write();
+        gd = dst.write(op)?;
         gs = src.read();
     } else {
         gs = src.read();
-        gd = dst.write();
+        gd = dst.write(op)?;
     }
     f(&mut gd, &gs)
 }

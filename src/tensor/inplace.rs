@@ -73,7 +73,7 @@ impl<E: Element> DynTensor<E> {
     pub fn try_set(&self, index: &[usize], value: E) -> Result<()> {
         crate::autograd::check_inplace("set", self, false)?;
         let pos = self.layout.storage_index(index)?;
-        self.storage.write().set("set", pos, value)
+        self.storage.write("set")?.set("set", pos, value)
     }
 
     /// The value of a one-element tensor (of any rank). Panics where [`DynTensor::try_item`]
@@ -121,7 +121,9 @@ impl<E: Element> DynTensor<E> {
     /// [`DynTensor::fill_`], or an error for an expanded (stride-0) view.
     pub fn try_fill_(&self, value: E) -> Result<&Self> {
         self.check_writable("fill_")?;
-        self.storage.write().fill("fill_", &self.layout, value)?;
+        self.storage
+            .write("fill_")?
+            .fill("fill_", &self.layout, value)?;
         Ok(self)
     }
 
@@ -179,7 +181,7 @@ impl<E: Element> DynTensor<E> {
         // written, by copying it to a storage of its own first.
         let same = src.storage.lock_order() == self.storage.lock_order();
         let src = if same { src.deep_copy("copy_")? } else { src };
-        with_write_read_buffers(&self.storage, &src.storage, |dst, s| {
+        with_write_read_buffers("copy_", &self.storage, &src.storage, |dst, s| {
             dst.copy_from("copy_", &self.layout, s, &src.layout)
         })?;
         Ok(self)

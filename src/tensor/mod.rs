@@ -15,6 +15,7 @@ mod display;
 pub(crate) mod index;
 mod inplace;
 mod random;
+mod slice;
 mod view;
 
 pub use create::NestedData;

@@ -228,3 +228,109 @@ fn in_place_writes_through_a_storage_handle_are_visible_to_tensors() {
     assert_eq!(t.get(&[1, 1]), 5);
     assert!(t.storage().set(4, 1).is_err());
 }
+
+#[test]
+fn writes_are_refused_while_a_slice_is_borrowed_and_reads_go_on() {
+    let t = DynTensor::from_vec((0..12).map(|i| i as f32).collect(), &[3, 4]);
+    let row = t.select(0, 1);
+    let other_view = t.t();
+    let before = t.storage().version();
+    let s = row.as_slice().unwrap();
+    assert_eq!(&*s, &[4.0, 5.0, 6.0, 7.0]);
+    let src = DynTensor::<f32>::ones(&[3, 4]);
+    let mask = DynTensor::from_vec(vec![true; 12], &[3, 4]);
+    let index = DynTensor::from_vec(vec![0i64], &[1]);
+    let refused: Vec<(&str, namedtensor::Error)> = vec![
+        ("fill_", row.try_fill_(0.0).unwrap_err()),
+        ("fill_", other_view.try_fill_(0.0).unwrap_err()),
+        ("set", t.try_set(&[0, 0], 1.0).unwrap_err()),
+        ("copy_", t.try_copy_(&src).unwrap_err()),
+        ("add_", t.try_add_(&src).unwrap_err()),
+        ("exp_", t.try_exp_().unwrap_err()),
+        ("masked_fill_", t.try_masked_fill_(&mask, 0.0).unwrap_err()),
+        (
+            "index_add_",
+            t.try_index_add_(0, &index, &src.narrow(0, 0, 1))
+                .unwrap_err(),
+        ),
+        ("Storage::set", t.storage().set(0, 1.0).unwrap_err()),
+    ];
+    for (op, e) in refused {
+        assert_eq!(e.kind(), ErrorKind::Borrowed, "{op}: {e}");
+        assert_eq!(e.op(), op);
+        assert!(e.to_string().contains("borrowed"), "{e}");
+    }
+    // Nothing was written; reads, new tensors and other storages are unaffected.
+    assert_eq!(t.storage().version(), before);
+    assert_eq!(t.to_vec(), (0..12).map(|i| i as f32).collect::<Vec<_>>());
+    assert_eq!((&t * 2.0).sum().item(), 132.0);
+    src.fill_(3.0);
+    // A second borrow keeps writes refused after the first ends.
+    let s2 = t.as_slice().unwrap();
+    drop(s);
+    assert_eq!(t.try_fill_(0.0).unwrap_err().kind(), ErrorKind::Borrowed);
+    drop(s2);
+    t.fill_(0.0);
+    assert_eq!(row.to_vec(), vec![0.0; 4]);
+}
+
+#[test]
+fn a_write_inside_with_contiguous_is_an_error_not_a_deadlock() {
+    let t = DynTensor::<i32>::arange(0, 6, 1);
+    let (sum, write) = t.with_contiguous(|s| (s.iter().sum::<i32>(), t.try_fill_(0)));
+    assert_eq!(sum, 15);
+    assert_eq!(write.unwrap_err().kind(), ErrorKind::Borrowed);
+    // Not contiguous: the closure reads a copy, and a write inside it goes through.
+    let m = t.view(&[2, 3]).t();
+    let (copy, write) = m.with_contiguous(|s| (s.to_vec(), m.try_fill_(1).map(|_| ())));
+    assert_eq!(copy, vec![0, 3, 1, 4, 2, 5]);
+    assert!(write.is_ok());
+    assert_eq!(t.to_vec(), vec![1; 6]);
+}
+
+#[test]
+fn borrowed_slices_cross_threads_and_other_threads_writes_are_refused() {
+    let t = DynTensor::<f64>::ones(&[1000]);
+    let s = t.as_slice().unwrap();
+    let u = t.shallow_clone();
+    thread::scope(|scope| {
+        // Another thread reads and is refused a write; it does not block.
+        scope.spawn(|| {
+            assert_eq!(u.sum().item(), 1000.0);
+            assert_eq!(u.try_fill_(2.0).unwrap_err().kind(), ErrorKind::Borrowed);
+        });
+        // The slice itself is read on two threads.
+        let (a, b) = s.split_at(500);
+        let h = scope.spawn(move || a.iter().sum::<f64>());
+        assert_eq!(b.iter().sum::<f64>() + h.join().unwrap(), 1000.0);
+    });
+    // The borrow moves to another thread and ends there.
+    thread::scope(|scope| {
+        scope
+            .spawn(move || assert_eq!(s.len(), 1000))
+            .join()
+            .unwrap()
+    });
+    t.fill_(2.0);
+    assert_eq!(t.sum().item(), 2000.0);
+}
+
+#[test]
+fn only_contiguous_host_views_borrow() {
+    let t = DynTensor::<u8>::arange(0, 24, 1).view(&[2, 3, 4]);
+    assert!(t.transpose(1, 2).as_slice().is_none());
+    assert!(t.slice(2, None, None, 2).as_slice().is_none());
+    assert!(t.select(2, 0).as_slice().is_none());
+    assert!(t.i(0).unsqueeze(0).expand(&[2, 3, 4]).as_slice().is_none());
+    assert_eq!(
+        &*t.narrow(0, 1, 1).as_slice().unwrap(),
+        &(12..24).collect::<Vec<u8>>()[..]
+    );
+    assert_eq!(t.narrow(1, 1, 0).as_slice().unwrap().len(), 0);
+    assert_eq!(
+        &*t.select(1, 2).select(0, 1).as_slice().unwrap(),
+        &[20, 21, 22, 23]
+    );
+    let z = DynTensor::<u8>::zeros(&[0]);
+    assert!(z.as_slice().unwrap().is_empty());
+}

@@ -308,6 +308,16 @@ proptest! {
         }
         // a contiguous tensor can always be viewed
         prop_assert_eq!(c.view(&[-1]).to_vec(), m.pos.clone());
+        // a borrowed slice exactly when contiguous, holding exactly the view's elements;
+        // with_contiguous reads the same elements either way
+        match t.as_slice() {
+            Some(s) => {
+                prop_assert!(t.is_contiguous());
+                prop_assert_eq!(&*s, &m.pos[..]);
+            }
+            None => prop_assert!(!t.is_contiguous()),
+        }
+        prop_assert_eq!(t.with_contiguous(|s| s.to_vec()), m.pos.clone());
         // flatten of all dims equals reshape(-1)
         prop_assert_eq!(t.flatten(0, -1).to_vec(), m.pos.clone());
         // clone is a deep, contiguous copy with equal elements
