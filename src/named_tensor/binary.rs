@@ -24,7 +24,7 @@ use crate::tensor::{DynTensor, or_panic};
 /// Zero cost in the common case: an operand whose axes already line up under positional
 /// broadcasting is passed as it is (no view is made), and the result's names are only
 /// looked at when the sizes disagree.
-fn aligned_op<A: Element, B: Element, O: Element>(
+pub(super) fn aligned_op<A: Element, B: Element, O: Element>(
     op: &'static str,
     lhs: &DynTensor<A>,
     lhs_plan: &Alignment,
@@ -84,11 +84,11 @@ fn size_mismatch<A: Element, B: Element>(
     ))
 }
 
-fn full_names<S: Shape, P: Shape>() -> Vec<&'static str> {
+pub(super) fn full_names<S: Shape, P: Shape>() -> Vec<&'static str> {
     P::NAMES.iter().chain(S::NAMES).copied().collect()
 }
 
-type ByName<O, S, S2, P, P2> =
+pub(super) type ByName<O, S, S2, P, P2> =
     Tensor<O, <S as Broadcast<S2, P, P2>>::Out, <S as Broadcast<S2, P, P2>>::Private>;
 type Strict<O, S, S2, P, P2> = Tensor<O, S, <S as SameDims<S2, P, P2>>::Private>;
 type Positional<O, S, S2, P, P2> = Tensor<

@@ -23,6 +23,7 @@ mod file;
 mod grad;
 mod join;
 mod reduce;
+mod select;
 mod sort;
 mod unary;
 mod view;

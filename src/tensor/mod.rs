@@ -17,6 +17,7 @@ mod inplace;
 mod random;
 mod slice;
 mod view;
+mod view_inplace;
 
 pub use create::NestedData;
 pub(crate) use index as index_spec;
