@@ -70,7 +70,7 @@ pub use dtype::{
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
 pub use named::{Dim, Dims, Shape};
-pub use named_tensor::{ShapeSizes, Tensor};
+pub use named_tensor::{Leading, ShapeSizes, Tensor};
 pub use ops::{NpzFile, SafetensorsFile, SaveTensor, load_npz, save_npz};
 pub use ops::{einsum, try_einsum, where_};
 pub use ops::{load_tensors, load_tensors_from_bytes, save_tensors};

@@ -79,7 +79,7 @@ pub use axes::{Alignment, Axes, MAX_AXES};
 pub use broadcast::{Broadcast, BroadcastPositional, SameDims};
 pub use contract::{Contract, Contraction, MatMul};
 pub use dim::{Dim, DimEq, Dims, NoDim};
-pub use mask::{MaskTo, Unmask};
+pub use mask::{MaskDims, MaskTo, Unmask};
 pub use reduce::{HasDim, ReduceOver, RemoveDim, axis_of};
 pub use rename::Rename;
 pub use reshape::{MergeDims, ReplaceDim, Stack};
@@ -97,7 +97,7 @@ pub use {
     broadcast::{BroadcastPositionalRhs, BroadcastRhs, SameDimsRhs},
     contract::{ContractRhs, MatMulRhs},
     dim::DimEqRest,
-    mask::MaskToArg,
+    mask::{MaskDimsArg, MaskToArg},
     reduce::{HasDimArg, ReduceOverArg, RemoveDimArg},
     rename::RenameArg,
     reshape::{MergeDimsArg, ReplaceDimArg, StackArg},

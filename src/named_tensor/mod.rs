@@ -215,7 +215,67 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 }
 
+crate::dims! {
+    /// The leading dims that [`DynTensor::refine_names_trailing`] leaves unnamed, merged into
+    /// one private dim.
+    pub Leading,
+}
+
 impl<E: Element> DynTensor<E> {
+    /// Names the last dims `S` and hides the leading ones, however many, merged into the one
+    /// private dim [`Leading`]: PyTorch's `refine_names('...', 'C', 'H', 'W')`, for code that
+    /// works per item whatever the batch dims are. The merge is a view when the strides allow
+    /// it and a copy otherwise (as [`DynTensor::reshape`]); with no leading dims, `Leading` has
+    /// size 1. [`Tensor::unmask`] makes it visible. Panics where
+    /// [`DynTensor::try_refine_names_trailing`] fails.
+    ///
+    /// ```
+    /// use namedtensor::{dims, DynTensor};
+    /// dims! { Channels, Rows, Cols }
+    /// let batch = DynTensor::<f32>::ones(&[2, 5, 3, 4, 4]); // two unnamed leading dims
+    /// let img = batch.refine_names_trailing::<(Channels, Rows, Cols)>();
+    /// assert_eq!(img.names(), ["Channels", "Rows", "Cols"]);
+    /// assert_eq!(img.shape(), &[10, 3, 4, 4]);
+    /// let gray = img.mean::<Channels>();                        // per image, any batch dims
+    /// assert_eq!(gray.unmask().names(), ["Leading", "Rows", "Cols"]);
+    /// ```
+    #[track_caller]
+    pub fn refine_names_trailing<S: Shape>(self) -> Tensor<E, S, (Leading,)> {
+        crate::tensor::or_panic(self.try_refine_names_trailing())
+    }
+
+    /// [`DynTensor::refine_names_trailing`], or an error if the tensor has fewer dims than
+    /// `S`.
+    ///
+    /// ```
+    /// use namedtensor::{dims, DynTensor, ErrorKind};
+    /// dims! { Rows, Cols }
+    /// let e = DynTensor::<f32>::zeros(&[3]).try_refine_names_trailing::<(Rows, Cols)>();
+    /// assert_eq!(e.unwrap_err().kind(), ErrorKind::ShapeMismatch);
+    /// ```
+    pub fn try_refine_names_trailing<S: Shape>(self) -> Result<Tensor<E, S, (Leading,)>> {
+        const OP: &str = "refine_names_trailing";
+        let Some(lead) = self.dim().checked_sub(S::RANK) else {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                OP,
+                format!(
+                    "a tensor of rank {} (shape {:?}) has too few dims for the {} names {:?}",
+                    self.dim(),
+                    self.shape(),
+                    S::RANK,
+                    S::NAMES
+                ),
+            ));
+        };
+        let (leading, named) = self.shape().split_at(lead);
+        let merged = leading.iter().product::<usize>() as isize;
+        let shape: Vec<isize> = std::iter::once(merged)
+            .chain(named.iter().map(|&s| s as isize))
+            .collect();
+        Ok(Tensor::wrap(self.try_reshape(&shape)?))
+    }
+
     /// Names the dims of this tensor `S` (no copy). Panics where
     /// [`DynTensor::try_refine_names`] fails.
     ///

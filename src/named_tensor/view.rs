@@ -6,8 +6,8 @@ use super::Tensor;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::named::{
-    AlignTo, Alignment, HasDim, MaskTo, MergeDims, PermuteTo, RemoveDim, Rename, ReplaceDim, Shape,
-    Unmask,
+    AlignTo, Alignment, HasDim, MaskDims, MaskTo, MergeDims, PermuteTo, RemoveDim, Rename,
+    ReplaceDim, Shape, Unmask,
 };
 use crate::tensor::DynTensor;
 
@@ -133,6 +133,32 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
         S: MaskTo<D, P>,
     {
         Tensor::wrap(self.raw.shallow_clone())
+    }
+
+    /// Hides the dims `R` (one dim or a tuple, anywhere in the shape), as [`Tensor::mask_to`]
+    /// hides leading ones: code that receives the result cannot name them, elementwise
+    /// operations broadcast over them. A view: the hidden dims are permuted to the front,
+    /// behind those already private, in `R`'s order (so [`Tensor::unmask`] puts them there).
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Seq, Heads, HeadDim }
+    /// let q = Tensor::<f32, (Batch, Seq, Heads, HeadDim)>::ones([2, 5, 4, 8]);
+    /// let per_head = q.mask::<(Batch, Heads)>();        // attention code sees (Seq, HeadDim)
+    /// assert_eq!(per_head.names(), ["Seq", "HeadDim"]);
+    /// assert_eq!(per_head.shape(), &[2, 4, 5, 8]);
+    /// assert_eq!(per_head.unmask().names(), ["Batch", "Heads", "Seq", "HeadDim"]);
+    /// ```
+    pub fn mask<R>(&self) -> Tensor<E, <S as MaskDims<R, P>>::Out, <S as MaskDims<R, P>>::Private>
+    where
+        S: MaskDims<R, P>,
+    {
+        let perm = const { &<S as MaskDims<R, P>>::PERM };
+        Tensor::wrap(if perm.is_identity() {
+            self.raw.shallow_clone()
+        } else {
+            self.raw.permute(perm)
+        })
     }
 
     /// Makes the private dims visible again, in front (no copy).

@@ -98,6 +98,94 @@ fn masked_tensors_keep_their_data_and_unmask_restores_the_names() {
     assert_eq!(back.to_vec(), x.as_dyn().select(1, 0).to_vec());
 }
 
+#[test]
+fn mask_hides_any_dims_as_a_permuted_view() {
+    let x = Tensor::<f64, (Batch, Seq, Hidden)>::from_vec(arange_f(24), [2, 3, 4]);
+    // A middle dim: `Seq` moves to the front, privately.
+    let per_pos = x.mask::<Seq>();
+    assert_eq!(per_pos.names(), ["Batch", "Hidden"]);
+    assert_eq!(per_pos.shape(), &[3, 2, 4]);
+    assert_eq!(per_pos.to_vec(), x.as_dyn().permute(&[1, 0, 2]).to_vec());
+    // Named ops on the rest broadcast over it: a sum over Hidden per (Seq, Batch).
+    let sums = per_pos.sum::<Hidden>().unmask();
+    assert_eq!(sums.names(), ["Seq", "Batch"]);
+    let want = x.as_dyn().sum_dims(&[2], false).t();
+    assert_eq!(sums.to_vec(), want.to_vec());
+    // Several dims, in the order written; masking a masked tensor hides more.
+    let two = x.mask::<(Hidden, Batch)>();
+    assert_eq!(two.names(), ["Seq"]);
+    assert_eq!(two.unmask().names(), ["Hidden", "Batch", "Seq"]);
+    assert_eq!(two.to_vec(), x.as_dyn().permute(&[2, 0, 1]).to_vec());
+    let more = x.mask_to::<Batch>().mask::<Hidden>();
+    assert_eq!(more.names(), ["Seq"]);
+    assert_eq!(more.unmask().names(), ["Batch", "Hidden", "Seq"]);
+    assert_eq!(more.to_vec(), x.as_dyn().permute(&[0, 2, 1]).to_vec());
+    // A masked dim broadcasts in arithmetic with a tensor that has it privately too.
+    let scale = Tensor::<f64, (Hidden,)>::from_vec(vec![1., 2., 3., 4.], [4]);
+    let scaled = (&per_pos * &scale).unmask();
+    assert_eq!(scaled.names(), ["Seq", "Batch", "Hidden"]);
+    assert_eq!(
+        scaled.as_dyn().get(&[2, 1, 3]),
+        x.as_dyn().get(&[1, 2, 3]) * 4.0
+    );
+}
+
+#[test]
+fn mask_writes_through_and_differentiates() {
+    let x = Tensor::<f64, (Batch, Seq)>::from_vec(arange_f(6), [2, 3]).requires_grad_(true);
+    let m = x.mask::<Seq>(); // (Seq | Batch)
+    let y = m.map(|t| t * t).sum::<Batch>().unmask(); // (Seq,)
+    y.sum::<Seq>().backward();
+    assert_eq!(
+        x.grad().unwrap().to_vec(),
+        arange_f(6).iter().map(|v| 2.0 * v).collect::<Vec<_>>()
+    );
+    let plain = Tensor::<f32, (Batch, Seq)>::zeros([2, 3]);
+    plain.mask::<Seq>().as_dyn().set(&[2, 1], 7.0); // (Seq 2, Batch 1)
+    assert_eq!(plain.as_dyn().get(&[1, 2]), 7.0);
+}
+
+#[test]
+fn refine_names_trailing_hides_the_leading_dims_in_one() {
+    use namedtensor::Leading;
+    let raw = DynTensor::from_vec(arange_f(24), &[2, 3, 2, 2]);
+    let t: Tensor<f64, (Rows, Cols), (Leading,)> = raw.shallow_clone().refine_names_trailing();
+    assert_eq!(t.names(), ["Rows", "Cols"]);
+    assert_eq!(t.shape(), &[6, 2, 2]);
+    assert_eq!(t.to_vec(), arange_f(24)); // a view of the same elements
+    let back = t.sum::<Cols>().unmask();
+    assert_eq!(back.names(), ["Leading", "Rows"]);
+    assert_eq!(
+        back.to_vec(),
+        raw.sum_dims(&[3], false).reshape(&[6, 2]).to_vec()
+    );
+    // No leading dims: `Leading` has size 1.
+    let one = DynTensor::<f32>::zeros(&[4, 5]).refine_names_trailing::<(Rows, Cols)>();
+    assert_eq!(one.shape(), &[1, 4, 5]);
+    // Leading dims that cannot merge as a view are copied, in row-major order.
+    let swapped = raw.transpose(0, 1); // [3, 2, 2, 2]
+    let merged = swapped
+        .shallow_clone()
+        .refine_names_trailing::<(Rows, Cols)>();
+    assert_eq!(merged.to_vec(), swapped.contiguous().to_vec());
+    // Too few dims: an error naming the names.
+    let e = DynTensor::<f32>::zeros(&[3])
+        .try_refine_names_trailing::<(Rows, Cols)>()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    assert!(e.to_string().contains("[\"Rows\", \"Cols\"]"), "{e}");
+    // Gradients flow back through the merge.
+    let x = DynTensor::from_vec(arange_f(12), &[2, 2, 3]).requires_grad_(true);
+    let named = x.shallow_clone().refine_names_trailing::<(Cols,)>();
+    named
+        .map(|t| t * 3.0)
+        .sum::<Cols>()
+        .unmask()
+        .sum::<Leading>()
+        .backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![3.0; 12]);
+}
+
 /// `dot` against explicit loops over the named axes.
 #[test]
 fn dot_contracts_by_name_with_shared_dims_as_batch() {
