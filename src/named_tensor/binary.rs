@@ -267,9 +267,34 @@ named_binary! {
     Div div try_div div_strict try_div_strict div_positional try_div_positional DivOutput;
 }
 
+/// Whether `out`, of `input`'s shape, is a view of `input`'s storage that reads its
+/// elements from other places (other strides or offset), i.e. a reordering, not a result.
+fn moved_view<E: Element, F: Element>(input: &DynTensor<E>, out: &DynTensor<F>) -> bool {
+    let same_type = (out as &dyn std::any::Any).downcast_ref::<DynTensor<E>>();
+    // Strides of size-1 dims are never used to read, so they may differ freely.
+    let used = |t: &DynTensor<E>| -> Vec<usize> {
+        t.shape()
+            .iter()
+            .zip(t.stride())
+            .map(|(&n, &s)| if n == 1 { 0 } else { s })
+            .collect()
+    };
+    same_type.is_some_and(|out| {
+        out.shares_storage(input)
+            && out.numel() > 0
+            && (used(out) != used(input) || out.storage_offset() != input.storage_offset())
+    })
+}
+
 impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
-    /// Applies a shape-preserving positional operation (`exp`, `relu`, scalar arithmetic,
-    /// a cast, …) and keeps the names. Panics where [`Tensor::try_map`] fails.
+    /// Applies a positional operation that keeps every element where it is (elementwise
+    /// math, a cast, a custom kernel, …) and keeps the names: the escape hatch for what the
+    /// named methods (`x.exp()`, `&x * 2.0`, `x.gt_scalar(0.0)`, …) do not cover. The names
+    /// are checked only as far as the result allows: a changed shape, or a view of the input
+    /// with other strides (a transpose or any reordering of a square tensor), is refused; a
+    /// computation that moves elements into a new tensor of the same shape (a copy of a
+    /// transpose, a flip) cannot be told apart and would keep the now wrong names, so use the
+    /// named views for those. Panics where [`Tensor::try_map`] fails.
     ///
     /// ```
     /// use namedtensor::{dims, Tensor};
@@ -286,28 +311,45 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
         or_panic(self.try_map(f))
     }
 
-    /// [`Tensor::map`], or an error if `f` changed the shape (the names would no longer fit).
+    /// [`Tensor::map`], or an error if `f` changed the shape or returned a view of the input
+    /// that reorders its elements (the names would no longer fit).
     ///
     /// ```
     /// use namedtensor::{dims, Tensor};
     /// dims! { Rows, Cols }
     /// let t = Tensor::<f32, (Rows, Cols)>::ones([2, 3]);
     /// assert!(t.try_map(|x| x.t()).is_err());
+    /// let square = Tensor::<f32, (Rows, Cols)>::ones([3, 3]);
+    /// assert!(square.try_map(|x| x.t()).is_err()); // same shape, but Rows and Cols swapped
+    /// assert!(square.try_map(|x| x.contiguous()).is_ok());
     /// ```
     pub fn try_map<F: Element>(
         &self,
         f: impl FnOnce(&DynTensor<E>) -> DynTensor<F>,
     ) -> Result<Tensor<F, S, P>> {
         let out = f(&self.raw);
-        if out.shape() != self.raw.shape() {
+        let problem = if out.shape() != self.raw.shape() {
+            Some(format!(
+                "the operation changed the shape from {:?} to {:?}",
+                self.raw.shape(),
+                out.shape()
+            ))
+        } else if moved_view(&self.raw, &out) {
+            Some(format!(
+                "the operation returned a view of the input with strides {:?} instead of {:?}                  (a transpose or other reordering)",
+                out.stride(),
+                self.raw.stride()
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
             return Err(Error::new(
                 ErrorKind::ShapeMismatch,
                 "map",
                 format!(
-                    "the operation changed the shape from {:?} to {:?}, so the names {:?} no \
-                     longer apply",
-                    self.raw.shape(),
-                    out.shape(),
+                    "{problem}, so the names {:?} no longer apply; use the named views \
+                     (permute, align_to, rename, ...) to move dims",
                     full_names::<S, P>()
                 ),
             ));

@@ -266,3 +266,33 @@ fn cumsum_log_softmax_and_max_by_name() {
             .is_ok()
     );
 }
+
+#[test]
+fn map_refuses_views_that_reorder_the_elements() {
+    let square = Tensor::<f32, (Rows, Cols)>::from_vec((0..9).map(|x| x as f32).collect(), [3, 3]);
+    let e = square.try_map(|x| x.t()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    assert!(
+        e.to_string().contains("strides [1, 3] instead of [3, 1]"),
+        "{e}"
+    );
+    assert!(square.try_map(|x| x.relu()).is_ok());
+    assert!(
+        square
+            .try_map(|x| x.as_strided(&[3, 3], &[3, 1], 0))
+            .is_ok()
+    ); // the same view
+    assert!(
+        square
+            .try_map(|x| x.as_strided(&[3, 3], &[0, 1], 0))
+            .is_err()
+    ); // broadcast rows
+    let row = Tensor::<f32, (Rows, Cols)>::ones([1, 4]);
+    // Size-1 dims' strides are never read: a view that changes only those is the same tensor.
+    assert!(row.try_map(|x| x.as_strided(&[1, 4], &[99, 1], 0)).is_ok());
+    let one = Tensor::<f32, (Rows, Cols)>::from_vec(vec![1., 2.], [1, 2]);
+    let shifted = one.try_map(|x| x.as_strided(&[1, 1], &[1, 1], 1).expand(&[1, 2]));
+    assert!(shifted.is_err());
+    assert_eq!(square.map(|x| x.to_dtype::<f64>() * 2.0).to_vec()[4], 8.0);
+    assert_eq!(square.map(|x| x.shallow_clone()).to_vec()[5], 5.0);
+}
