@@ -29,8 +29,11 @@
 //!
 //! # Buffer pool
 //! Host buffers of 1 MiB or more are recycled through a process-wide pool when their storage
-//! is dropped, and new large buffers are advised to use huge pages; see
-//! [`set_buffer_pool_capacity`] and the notes in the `pool` module's functions.
+//! is dropped, and new large buffers are advised to use huge pages. It holds at most
+//! [`buffer_pool_capacity`] bytes (1 GiB), frees a buffer no output reused within
+//! [`buffer_pool_idle`] (5 s) from a background thread, never holds more than half of the
+//! system's available memory, and [`release_buffer_pool`] empties
+//! it; see [`set_buffer_pool_capacity`] and [`set_buffer_pool_idle`].
 //!
 //! # Backends
 //! A storage holds a `Buffer` per backend: the CPU's `Vec<E>`, and with the `cuda` feature a
@@ -51,7 +54,8 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::backend::cpu::pool;
 pub use pool::{
-    MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, set_buffer_pool_capacity,
+    MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, buffer_pool_idle,
+    release_buffer_pool, set_buffer_pool_capacity, set_buffer_pool_idle,
 };
 pub(crate) use pool::{reserve as reserve_buffer, take as take_buffer};
 

@@ -13,7 +13,17 @@
 //!   element before the buffer becomes visible.
 //! - The pool holds at most [`buffer_pool_capacity`] bytes (default 1 GiB, or
 //!   `NAMEDTENSOR_POOL_BYTES`); beyond that the least recently pooled buffers are freed.
-//!   [`set_buffer_pool_capacity`]`(0)` frees everything and turns pooling off.
+//!   [`set_buffer_pool_capacity`]`(0)` frees everything and turns pooling off;
+//!   [`release_buffer_pool`] frees everything now (PyTorch's `empty_cache`).
+//! - What it holds is bounded by what the process recently used: a buffer that no output has
+//!   asked for within [`buffer_pool_idle`] (default 5 s, or `NAMEDTENSOR_POOL_IDLE_MS`) of
+//!   being pooled is freed, by a background thread (`namedtensor-pool`, started with the
+//!   first pooled buffer, asleep in between), so a process that stops computing, or moves on
+//!   to other sizes, gives the memory back within that time.
+//! - Under memory pressure it gives memory back at once: on Linux, where `MemAvailable` in
+//!   `/proc/meminfo` (read at most every 100 ms) is below twice what the pool would hold, the
+//!   pool is cut to half of what is available, oldest buffers first (a dropped buffer larger
+//!   than that is freed, not pooled).
 //! - Before a kernel runs, [`reserve`] allocates a large output fallibly and pools it, so the
 //!   kernel's [`take`] finds it: an allocation the system refuses is an
 //!   [`ErrorKind::OutOfMemory`] error of the `try_` form, not an abort.
@@ -28,8 +38,9 @@ use std::alloc::Layout as AllocLayout;
 use std::collections::VecDeque;
 use std::mem::{ManuallyDrop, align_of, size_of};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, Once, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Buffers smaller than this (in bytes) are left to the allocator.
 ///
@@ -55,12 +66,27 @@ fn capacity_cell() -> &'static AtomicUsize {
     })
 }
 
+const DEFAULT_IDLE_MS: u64 = 5_000;
+
+static IDLE_MS: OnceLock<AtomicU64> = OnceLock::new();
+
+fn idle_cell() -> &'static AtomicU64 {
+    IDLE_MS.get_or_init(|| {
+        let ms = std::env::var("NAMEDTENSOR_POOL_IDLE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_IDLE_MS);
+        AtomicU64::new(ms)
+    })
+}
+
 /// One pooled allocation, as made by the global allocator for `Vec`: `bytes` bytes aligned to
-/// `align`.
+/// `align`, pooled at `since`.
 struct Entry {
     ptr: NonNull<u8>,
     bytes: usize,
     align: usize,
+    since: Instant,
 }
 
 // SAFETY: an entry is an owned, unaliased heap allocation; it carries no thread affinity.
@@ -191,6 +217,15 @@ pub(crate) fn give<E>(v: Vec<E>) {
     if bytes < MIN_POOLED_BYTES || bytes > cap || size_of::<E>() == 0 {
         return;
     }
+    let limit = match memory_available() {
+        Some(available) => cap.min(pressure_limit(available)),
+        None => cap,
+    };
+    if bytes > limit {
+        // Dropping `v` frees it; the pool is cut to the limit as well.
+        trim_to(limit);
+        return;
+    }
     let mut v = ManuallyDrop::new(v);
     // Element types are plain values without drop glue; clearing only resets the length.
     v.clear();
@@ -199,20 +234,111 @@ pub(crate) fn give<E>(v: Vec<E>) {
         ptr: unsafe { NonNull::new_unchecked(v.as_mut_ptr().cast::<u8>()) },
         bytes,
         align: align_of::<E>(),
+        since: Instant::now(),
     };
-    let mut evicted = Vec::new();
-    {
-        let mut p = pool();
-        p.bytes += bytes;
-        p.entries.push_back(entry);
-        while p.bytes > cap {
-            let e = p.entries.pop_front().expect("pool bytes count its entries");
-            p.bytes -= e.bytes;
-            evicted.push(e);
-        }
+    pool().push(entry);
+    trim_to(limit);
+    start_idle_trimmer();
+}
+
+impl Pool {
+    fn push(&mut self, e: Entry) {
+        self.bytes += e.bytes;
+        self.entries.push_back(e);
     }
+
+    /// Removes the oldest entries while `evict` says so.
+    fn evict_while(&mut self, mut evict: impl FnMut(&Pool, &Entry) -> bool) -> Vec<Entry> {
+        let mut out = Vec::new();
+        while let Some(e) = self.entries.front() {
+            if !evict(self, e) {
+                break;
+            }
+            let e = self.entries.pop_front().expect("checked non-empty");
+            self.bytes -= e.bytes;
+            out.push(e);
+        }
+        out
+    }
+}
+
+/// Frees the oldest pooled buffers until the pool holds at most `limit` bytes.
+fn trim_to(limit: usize) {
+    let evicted = pool().evict_while(|p, _| p.bytes > limit);
     // Freed outside the lock.
     evicted.into_iter().for_each(Entry::free);
+}
+
+/// Frees the buffers pooled longer than the idle time ago; returns how long until the
+/// oldest remaining one reaches it (the idle time itself when the pool is empty).
+fn trim_idle() -> Duration {
+    let idle = buffer_pool_idle();
+    let now = Instant::now();
+    let mut p = pool();
+    let evicted = p.evict_while(|_, e| now.duration_since(e.since) >= idle);
+    let next = p
+        .entries
+        .front()
+        .map_or(idle, |e| idle.saturating_sub(now.duration_since(e.since)));
+    drop(p);
+    evicted.into_iter().for_each(Entry::free);
+    next
+}
+
+/// Starts, once per process, the thread that frees idle buffers. It sleeps until the oldest
+/// buffer would become idle (at least 10 ms, so a zero idle time does not spin). If the thread
+/// cannot be started, buffers are still bounded by the capacity and freed under pressure.
+fn start_idle_trimmer() {
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("namedtensor-pool".into())
+            .spawn(|| {
+                loop {
+                    let wait = trim_idle().max(Duration::from_millis(10));
+                    std::thread::sleep(wait);
+                }
+            });
+        drop(spawned);
+    });
+}
+
+/// The most a pool may hold when `available` bytes of memory are left to the system: half of
+/// it (so that the pool is never more than what remains available).
+///
+/// ```ignore
+/// assert_eq!(pressure_limit(8 << 30), 4 << 30);
+/// ```
+fn pressure_limit(available: usize) -> usize {
+    available / 2
+}
+
+/// The system's available memory in bytes (Linux: `MemAvailable` of `/proc/meminfo`), read
+/// at most every 100 ms; `None` where it cannot be read.
+fn memory_available() -> Option<usize> {
+    static LAST: Mutex<Option<(Instant, Option<usize>)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((at, value)) = *last
+        && at.elapsed() < Duration::from_millis(100)
+    {
+        return value;
+    }
+    let value = read_mem_available();
+    *last = Some((Instant::now(), value));
+    value
+}
+
+#[cfg(target_os = "linux")]
+fn read_mem_available() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_mem_available() -> Option<usize> {
+    None
 }
 
 /// Sets the most bytes the buffer pool keeps (see [`crate::storage`]); buffers beyond it are
@@ -227,16 +353,46 @@ pub(crate) fn give<E>(v: Vec<E>) {
 /// ```
 pub fn set_buffer_pool_capacity(bytes: usize) {
     capacity_cell().store(bytes, Ordering::Relaxed);
-    let mut evicted = Vec::new();
-    {
-        let mut p = pool();
-        while p.bytes > bytes {
-            let e = p.entries.pop_front().expect("pool bytes count its entries");
-            p.bytes -= e.bytes;
-            evicted.push(e);
-        }
-    }
-    evicted.into_iter().for_each(Entry::free);
+    trim_to(bytes);
+}
+
+/// Frees every pooled buffer now; pooling goes on (PyTorch's `torch.cuda.empty_cache()`, for
+/// host buffers).
+///
+/// ```
+/// use namedtensor::{storage, DynTensor};
+/// drop(DynTensor::<f32>::zeros(&[1 << 19])); // 2 MiB, pooled
+/// storage::release_buffer_pool();
+/// assert_eq!(storage::buffer_pool_bytes(), 0);
+/// ```
+pub fn release_buffer_pool() {
+    trim_to(0);
+}
+
+/// How long a pooled buffer may wait for reuse before it is freed (default 5 s, or
+/// `NAMEDTENSOR_POOL_IDLE_MS` milliseconds).
+///
+/// ```
+/// assert!(namedtensor::storage::buffer_pool_idle() > std::time::Duration::ZERO
+///     || std::env::var("NAMEDTENSOR_POOL_IDLE_MS").is_ok());
+/// ```
+pub fn buffer_pool_idle() -> Duration {
+    Duration::from_millis(idle_cell().load(Ordering::Relaxed))
+}
+
+/// Sets [`buffer_pool_idle`]; buffers already pooled longer than that are freed within the
+/// background thread's next wake-up (at most the previous idle time).
+///
+/// ```
+/// use namedtensor::storage::{buffer_pool_idle, set_buffer_pool_idle};
+/// let before = buffer_pool_idle();
+/// set_buffer_pool_idle(std::time::Duration::from_secs(30));
+/// assert_eq!(buffer_pool_idle().as_secs(), 30);
+/// set_buffer_pool_idle(before);
+/// ```
+pub fn set_buffer_pool_idle(idle: Duration) {
+    let ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+    idle_cell().store(ms, Ordering::Relaxed);
 }
 
 /// The most bytes the buffer pool keeps.
@@ -302,5 +458,59 @@ mod tests {
         let small: Vec<u8> = take(10);
         assert!(small.capacity() >= 10);
         let _ = reused;
+    }
+
+    /// Serializes the tests that empty the pool or change its idle time.
+    static POLICY: Mutex<()> = Mutex::new(());
+
+    /// Whether the pool holds an entry of exactly `bytes` bytes.
+    fn holds(bytes: usize) -> bool {
+        pool().entries.iter().any(|e| e.bytes == bytes)
+    }
+
+    #[test]
+    fn idle_buffers_are_freed_by_the_background_thread() {
+        if buffer_pool_capacity() < (4 << 20) {
+            return; // pooling is off (valgrind runs set NAMEDTENSOR_POOL_BYTES=0)
+        }
+        let _serial = POLICY.lock().unwrap_or_else(PoisonError::into_inner);
+        // A size no other test uses, so that nothing else takes or pools it meanwhile.
+        let n = (1 << 20) + 3 * 4096 + 8;
+        let before = buffer_pool_idle();
+        set_buffer_pool_idle(Duration::from_millis(50));
+        give(Vec::<u8>::with_capacity(n));
+        let pooled = holds(n);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while holds(n) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let freed = !holds(n);
+        set_buffer_pool_idle(before);
+        assert!(
+            pooled || memory_available().is_some_and(|b| b < 2 * n),
+            "not pooled"
+        );
+        assert!(freed, "a buffer idle for 10 s is still pooled");
+    }
+
+    #[test]
+    fn release_frees_everything_and_pooling_goes_on() {
+        if buffer_pool_capacity() < (4 << 20) {
+            return;
+        }
+        let _serial = POLICY.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = (1 << 20) + 5 * 4096 + 8;
+        give(Vec::<u8>::with_capacity(n));
+        release_buffer_pool();
+        assert!(!holds(n));
+        assert!(buffer_pool_capacity() >= (4 << 20));
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_half_of_what_is_available() {
+        assert_eq!(pressure_limit(8 << 30), 4 << 30);
+        assert_eq!(pressure_limit(0), 0);
+        #[cfg(target_os = "linux")]
+        assert!(memory_available().is_some_and(|b| b > 0));
     }
 }
