@@ -61,7 +61,7 @@ fn loading_needs_the_tensor_and_saving_one_copy() {
         ("npy save", save_npy, 1.1),
         ("npy load", load_npy, 1.1),
         ("npz save", save_npz_rise, 1.1),
-        ("npz load", load_npz, 2.1),
+        ("npz load", load_npz, 1.1),
     ] {
         println!("{what}: peak rise {:.2}x the tensor", rise / BYTES);
         assert!(

@@ -310,8 +310,16 @@ fn from_npy<E: Element>(
     if end > file_len {
         return Err(bad(&"the header runs past the end of the file"));
     }
+    if end < first.len() as u64 {
+        return Err(bad(&"the header is too short"));
+    }
+    // Read front to back (a compressed archive member is a stream): the first bytes again
+    // from `first`, then the rest of the header, then the data.
     let mut head = vec![0u8; usize::try_from(end).map_err(|_| bad(&"header too long"))?];
-    bytes.read_at(0, &mut head).map_err(io)?;
+    head[..first.len()].copy_from_slice(&first);
+    bytes
+        .read_at(first.len() as u64, &mut head[first.len()..])
+        .map_err(io)?;
     let text =
         std::str::from_utf8(&head[start as usize..]).map_err(|_| bad(&"the header is not text"))?;
     let header = parse_header(text).map_err(|e| bad(&e))?;
@@ -584,11 +592,21 @@ impl NpzFile {
         let mut entry = archive
             .by_name(member)
             .map_err(|e| invalid("load_npz", &where_, e))?;
-        let mut bytes = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
-        entry
-            .read_to_end(&mut bytes)
-            .map_err(|e| invalid("load_npz", &where_, e))?;
-        from_npy("load_npz", &where_, &Source::Bytes(bytes.into()))
+        // Decompressed straight into the tensor's buffer: no copy of the member's bytes.
+        let len = entry.size();
+        let t = from_npy("load_npz", &where_, &Source::stream(&mut entry, len))?;
+        // Reading on to the end checks the member's CRC-32 (the zip reader verifies it when
+        // the stream ends) and that no bytes follow the array's data.
+        let mut more = [0u8; 1];
+        match entry.read(&mut more) {
+            Ok(0) => Ok(t),
+            Ok(_) => Err(invalid(
+                "load_npz",
+                &where_,
+                "the member holds more bytes than its array",
+            )),
+            Err(e) => Err(invalid("load_npz", &where_, e)),
+        }
     }
 }
 

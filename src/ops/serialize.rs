@@ -398,6 +398,28 @@ pub(super) enum Source<'a> {
     File(std::sync::Mutex<std::fs::File>),
     /// Bytes in memory.
     Bytes(std::borrow::Cow<'a, [u8]>),
+    /// A stream of `len` bytes read front to back (a compressed archive member): each read
+    /// must start at or after the end of the previous one, so nothing is buffered twice.
+    Stream(std::sync::Mutex<Stream<'a>>),
+}
+
+/// The state of a [`Source::Stream`].
+pub(super) struct Stream<'a> {
+    reader: Box<dyn std::io::Read + 'a>,
+    /// Bytes read (or skipped) so far.
+    pos: u64,
+    len: u64,
+}
+
+impl<'a> Source<'a> {
+    /// A stream of `len` bytes.
+    pub(super) fn stream(reader: impl std::io::Read + 'a, len: u64) -> Source<'a> {
+        Source::Stream(std::sync::Mutex::new(Stream {
+            reader: Box::new(reader),
+            pos: 0,
+            len,
+        }))
+    }
 }
 
 impl Source<'_> {
@@ -411,6 +433,7 @@ impl Source<'_> {
         match self {
             Source::File(f) => Ok(lock(f).metadata()?.len()),
             Source::Bytes(b) => Ok(b.len() as u64),
+            Source::Stream(s) => Ok(lock(s).len),
         }
     }
 
@@ -432,13 +455,30 @@ impl Source<'_> {
                 buf.copy_from_slice(bytes);
                 Ok(())
             }
+            Source::Stream(s) => {
+                let mut s = lock(s);
+                let skip = offset.checked_sub(s.pos).ok_or_else(|| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::Unsupported,
+                        "a stream cannot be read backwards",
+                    )
+                })?;
+                let skipped = std::io::copy(&mut (&mut s.reader).take(skip), &mut std::io::sink())?;
+                if skipped < skip {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                s.reader.read_exact(buf)?;
+                s.pos = offset + buf.len() as u64;
+                Ok(())
+            }
         }
     }
 }
 
-fn lock(f: &std::sync::Mutex<std::fs::File>) -> std::sync::MutexGuard<'_, std::fs::File> {
-    // A panic while the lock was held leaves only a file position behind, which every read
-    // sets first.
+fn lock<T>(f: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while the lock was held leaves only a read position behind: a file's is set by
+    // every read first, a stream's is counted after each complete read (a stream interrupted
+    // by a panic fails its next read instead of returning wrong bytes).
     f.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

@@ -373,3 +373,33 @@ fn a_safetensors_file_of_mixed_dtypes_reads_and_writes_in_one_call() {
     assert_eq!(err.kind(), ErrorKind::Io);
     assert!(err.to_string().contains("<bytes>"), "{err}");
 }
+
+/// Members are decoded as a stream straight into the tensor; the member's CRC-32 is still
+/// checked (at the end of the stream), so a damaged data byte is an error, not a wrong value.
+#[test]
+fn a_damaged_npz_member_is_an_error() {
+    let w = expected::<f32>(&[64, 16]);
+    let path = scratch("damaged.npz");
+    save_npz(&path, &[("w", &w)]).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let member = w.to_npy_bytes().unwrap();
+    let at = bytes
+        .windows(member.len())
+        .position(|win| win == member.as_slice())
+        .expect("save_npz stores members uncompressed");
+    bytes[at + member.len() - 3] ^= 0x40; // a byte of the last element
+    std::fs::write(&path, &bytes).unwrap();
+    let err = NpzFile::open(&path).unwrap().get::<f32>("w").unwrap_err();
+    assert!(err.to_string().to_lowercase().contains("checksum"), "{err}");
+    // Undamaged, the same archive reads back.
+    bytes[at + member.len() - 3] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        NpzFile::open(&path)
+            .unwrap()
+            .get::<f32>("w")
+            .unwrap()
+            .to_vec(),
+        w.to_vec()
+    );
+}
