@@ -50,6 +50,29 @@ use std::marker::PhantomData;
 /// assert_eq!(t.names(), ["Rows", "Cols"]);
 /// assert_eq!(t.sum::<Rows>().into_dyn().to_vec(), vec![5., 7., 9.]);
 /// ```
+///
+/// # Dims as type parameters or as values
+///
+/// Rust has no overloading by the number of arguments, so each op takes its dims in one form:
+/// a dim that is the op's only input is a type parameter, `x.sum::<Hidden>()`,
+/// `x.softmax::<Classes>()`, `x.mask::<(Batch, Heads)>()`, `x.size::<Seq>()`; a dim given
+/// together with tensors is a value, written as in PyTorch's keyword-free calls:
+/// `q.dot(Hidden, &k)`, `table.index_select(Vocab, &ids)`, `logp.take_along(Classes,
+/// &labels)`, `x.gather(Classes, &index)`, `Tensor::cat(Seq, &[&a, &b])`. A dim type is its
+/// own only value (`dims!` declares unit structs), so both forms name the same thing.
+///
+/// # Masks and selection by name
+///
+/// Comparisons (`x.gt(&y)`, `x.gt_scalar(0.0)`) broadcast by name as arithmetic does, and a
+/// boolean mask may have any subset of the dims it selects in, in any order:
+///
+/// ```
+/// use namedtensor::{dims, Tensor};
+/// dims! { Height, Width, Channels }
+/// let img = Tensor::<f32, (Height, Width, Channels)>::ones([2, 2, 3]);
+/// let dark = Tensor::<f32, (Width, Height)>::zeros([2, 2]).lt_scalar(0.5); // all true
+/// assert!(img.masked_fill(&dark, 0.0).to_vec().iter().all(|&v| v == 0.0));
+/// ```
 pub struct Tensor<E: Element, S: Shape, P: Shape = ()> {
     raw: DynTensor<E>,
     names: PhantomData<fn() -> (S, P)>,
