@@ -336,7 +336,8 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
             ))
         } else if moved_view(&self.raw, &out) {
             Some(format!(
-                "the operation returned a view of the input with strides {:?} instead of {:?}                  (a transpose or other reordering)",
+                "the operation returned a view of the input with strides {:?} instead of {:?} \
+                 (a transpose or other reordering)",
                 out.stride(),
                 self.raw.stride()
             ))
