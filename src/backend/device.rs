@@ -68,6 +68,36 @@ impl Device {
         }
     }
 
+    /// Waits until all work issued to this device has finished (PyTorch's
+    /// `torch.cuda.synchronize`), reporting an error of earlier asynchronous work. Operations
+    /// on the CPU finish before they return, so for [`Device::Cpu`] this does nothing. Use it
+    /// to time GPU work on the host clock; reading a tensor's values back waits by itself.
+    ///
+    /// Fails with [`ErrorKind::Device`] where the device is unavailable.
+    ///
+    /// ```
+    /// use namedtensor::{Device, DynTensor};
+    /// assert!(Device::Cpu.synchronize().is_ok());
+    /// if namedtensor::cuda_is_available() {
+    ///     let x = DynTensor::<f32>::ones(&[1 << 20]).cuda(0).unwrap();
+    ///     let y = x.exp(); // queued on the GPU
+    ///     Device::Cuda(0).synchronize().unwrap(); // finished here
+    ///     drop(y);
+    /// } else {
+    ///     assert!(Device::Cuda(0).synchronize().is_err());
+    /// }
+    /// ```
+    pub fn synchronize(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(ordinal) => crate::backend::cuda::device::get("synchronize", ordinal)?
+                .synchronize("synchronize"),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => Err(no_cuda_feature("synchronize")),
+        }
+    }
+
     /// Whether tensors can be placed on this device ([`Device::check_available`] is `Ok`).
     ///
     /// ```

@@ -31,7 +31,7 @@ impl<E: Element> DynTensor<E> {
         or_panic(self.try_sort(dim, descending))
     }
 
-    /// [`DynTensor::sort`], or an error for a dim out of range or a device without a sort.
+    /// [`DynTensor::sort`], or an error for a dim out of range.
     ///
     /// ```
     /// let t = namedtensor::DynTensor::<i32>::zeros(&[2, 3]);

@@ -33,7 +33,7 @@
 //! [`buffer_pool_capacity`] bytes (1 GiB), frees a buffer no output reused within
 //! [`buffer_pool_idle`] (5 s) from a background thread, never holds more than half of the
 //! system's available memory, and [`release_buffer_pool`] empties
-//! it; see [`set_buffer_pool_capacity`] and [`set_buffer_pool_idle`].
+//! it (and the memory CUDA devices keep for reuse); see [`set_buffer_pool_capacity`] and [`set_buffer_pool_idle`].
 //!
 //! # Backends
 //! A storage holds a `Buffer` per backend: the CPU's `Vec<E>`, and with the `cuda` feature a
@@ -55,8 +55,24 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::backend::cpu::pool;
 pub use pool::{
     MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, buffer_pool_idle,
-    release_buffer_pool, set_buffer_pool_capacity, set_buffer_pool_idle,
+    set_buffer_pool_capacity, set_buffer_pool_idle,
 };
+
+/// Frees every pooled host buffer now and, on each CUDA device in use, waits for the device
+/// and gives the memory its allocator keeps for reuse back to the driver; pooling goes on
+/// (PyTorch's `torch.cuda.empty_cache()`).
+///
+/// ```
+/// use namedtensor::{storage, DynTensor};
+/// drop(DynTensor::<f32>::zeros(&[1 << 19])); // 2 MiB, pooled
+/// storage::release_buffer_pool();
+/// assert_eq!(storage::buffer_pool_bytes(), 0);
+/// ```
+pub fn release_buffer_pool() {
+    pool::release_buffer_pool();
+    #[cfg(feature = "cuda")]
+    crate::backend::cuda::device::release_cached_memory();
+}
 pub(crate) use pool::{reserve as reserve_buffer, take as take_buffer};
 
 pub(crate) mod dispatch;

@@ -326,11 +326,6 @@ device_tests! {
         // integer powers have no kernel: an error, never a wrong value
         let i = on(dev, &DynTensor::from_vec(vec![2i32, 3], &[2]));
         assert!(i.try_pow(&i).is_err());
-        // sorting has no kernel yet: an error naming the op and the way out
-        let e = g.try_sort(0, false).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Device, "{e}");
-        assert!(e.to_string().contains("sort") && e.to_string().contains(".cpu()"), "{e}");
-        assert_eq!(g.try_topk(1, 0, true).unwrap_err().kind(), ErrorKind::Device);
         // Display copies to the host
         assert!(format!("{g}").contains("cuda:0"));
     }
@@ -589,6 +584,84 @@ device_tests! {
         assert!(g.try_cumsum(2).is_err());
     }
 
+    // Sorting on the device (`sort.cu`: tiles of 4096 sorted in shared memory, then merge
+    // passes) against the CPU's `sort_by` of (entry, position) pairs: rows shorter than a
+    // tile, exactly one, one entry over, and several merge passes with a short last run; NaN,
+    // signed zeros and many ties (stability decides the indices); every dtype; lanes along a
+    // middle dim of a transposed view; argsort and topk, which sort underneath.
+    fn sort_matches_the_cpu_on_every_pass_count(dev: Device) {
+        fn same<E: Element>(dev: Device, t: &DynTensor<E>, what: &str) {
+            let g = on(dev, t);
+            for dim in 0..t.dim() as isize {
+                for desc in [false, true] {
+                    let (cv, ci) = t.sort(dim, desc);
+                    let (gv, gi) = g.sort(dim, desc);
+                    assert_eq!(gv.device(), dev);
+                    assert_eq!(gv.shape(), t.shape());
+                    let (cv, gv) = (cv.to_vec(), gv.to_vec());
+                    let (ci, gi) = (ci.to_vec(), gi.to_vec());
+                    let bits = |v: &[E]| -> Vec<String> { v.iter().map(|x| format!("{x:?}")).collect() };
+                    if let Some(k) = (0..ci.len()).find(|&k| ci[k] != gi[k] || bits(&cv[k..=k]) != bits(&gv[k..=k])) {
+                        panic!(
+                            "{what}, sort({dim}, descending {desc}), element {k}: ({:?}, {}) on the CPU, ({:?}, {}) on {dev}",
+                            cv[k], ci[k], gv[k], gi[k]
+                        );
+                    }
+                }
+            }
+        }
+        // mixed values with ties, NaN and both zeros
+        let special = |i: u64| -> f64 {
+            match (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) % 9 {
+                0 => f64::NAN,
+                1 => -0.0,
+                2 => 0.0,
+                3 => f64::INFINITY,
+                4 => f64::NEG_INFINITY,
+                k => ((i.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 60) as f64 - 8.0) * k as f64 / 4.0,
+            }
+        };
+        for n in [1usize, 2, 7, 4095, 4096, 4097, 8200, 13000] {
+            let v: Vec<f32> = (0..n as u64).map(|i| special(i) as f32).collect();
+            same(dev, &DynTensor::from_vec(v, &[n]), &format!("f32 row of {n}"));
+        }
+        // many short rows, and a long row with only 7 distinct values (stability across merges)
+        let v: Vec<f64> = (0..300 * 33).map(special).collect();
+        same(dev, &DynTensor::from_vec(v, &[300, 33]), "f64 [300, 33]");
+        let v: Vec<f32> = (0..(1u64 << 15)).map(|i| ((i * 2654435761) % 7) as f32).collect();
+        same(dev, &DynTensor::from_vec(v, &[1 << 15]), "f32 row of 2^15 with 7 values");
+        // lanes along a middle dim of a transposed, offset view
+        let v: Vec<f32> = (0..2 * 2500 * 3).map(|i| special(i) as f32).collect();
+        let t = DynTensor::from_vec(v, &[3, 2500, 2]).permute(&[2, 1, 0]).narrow(1, 5, 2490);
+        same(dev, &t, "f32 [2, 2490, 3] permuted and narrowed");
+        // integers beyond f64's precision, bool, bytes, half precision
+        let big = vec![i64::MAX, i64::MAX - 1, i64::MIN, -1, 0, i64::MAX - 1, 1 << 53, (1 << 53) + 1];
+        same(dev, &DynTensor::from_vec(big, &[2, 4]), "i64 [2, 4]");
+        let v: Vec<bool> = (0..3000u64).map(|i| special(i) > 0.0).collect();
+        same(dev, &DynTensor::from_vec(v, &[3000]), "bool row of 3000");
+        let v: Vec<u8> = (0..3000u64).map(|i| (i * 2654435761 % 251) as u8).collect();
+        same(dev, &DynTensor::from_vec(v, &[2, 1500]), "u8 [2, 1500]");
+        let v: Vec<i8> = (0..100i64).map(|i| (i * 37 % 255 - 127) as i8).collect();
+        same(dev, &DynTensor::from_vec(v, &[10, 10]), "i8 [10, 10]");
+        let v: Vec<f16> = (0..2100u64).map(|i| f16::from_f64(special(i))).collect();
+        same(dev, &DynTensor::from_vec(v, &[2100]), "f16 row of 2100");
+        let v: Vec<half::bf16> = (0..64u64).map(|i| half::bf16::from_f64(special(i))).collect();
+        same(dev, &DynTensor::from_vec(v, &[8, 8]), "bf16 [8, 8]");
+        // empty lanes and no lanes, a 0-d tensor
+        same(dev, &DynTensor::<f32>::zeros(&[3, 0]), "[3, 0]");
+        same(dev, &DynTensor::<f32>::zeros(&[0, 3]), "[0, 3]");
+        let (v, i) = on(dev, &DynTensor::scalar(2.5f32)).sort(0, false);
+        assert_eq!((v.to_vec(), i.to_vec()), (vec![2.5], vec![0]));
+        // argsort and topk on the device
+        let t = DynTensor::from_vec((0..5000u64).map(|i| special(i) as f32).collect(), &[2, 2500]);
+        let g = on(dev, &t);
+        assert_eq!(g.argsort(-1, true).to_vec(), t.argsort(-1, true).to_vec());
+        let ((cv, ci), (gv, gi)) = (t.topk(5, -1, true), g.topk(5, -1, true));
+        assert_eq!(gv.device(), dev);
+        assert_eq!(format!("{:?}", gv.to_vec()), format!("{:?}", cv.to_vec()));
+        assert_eq!(gi.to_vec(), ci.to_vec());
+    }
+
     // The CUDA backend picks threads per row of a reduction, and a thread or a block per lane
     // of a scan, by shape (launch::reduce_group, launch::scan_block_per_lane): each shape here
     // takes another path. Values are multiples of 1/4 (sums are exact in any order) and tie
@@ -843,6 +916,12 @@ proptest::proptest! {
             close(&format!("softmax({dim}) of {ctx}"), &c.softmax(dim), &d.softmax(dim), 2e-6)?;
             if c.shape()[dim as usize] > 0 {
                 close(&format!("amax_dim({dim}) of {ctx}"), &c.amax_dim(dim, true), &d.amax_dim(dim, true), 0.0)?;
+            }
+            // the values tie often (multiples of 1/4 in -4..4): stability decides the indices
+            for desc in [false, true] {
+                let ((cv, ci), (dv, di)) = (c.sort(dim, desc), d.sort(dim, desc));
+                close(&format!("sort({dim}, {desc}) of {ctx}"), &cv, &dv, 0.0)?;
+                proptest::prop_assert_eq!(ci.to_vec(), di.to_vec(), "sort({}, {}) indices of {}", dim, desc, ctx);
             }
         }
         // Writes through the view reach the same base elements (expanded views are refused on

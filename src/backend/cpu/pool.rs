@@ -356,16 +356,9 @@ pub fn set_buffer_pool_capacity(bytes: usize) {
     trim_to(bytes);
 }
 
-/// Frees every pooled buffer now; pooling goes on (PyTorch's `torch.cuda.empty_cache()`, for
-/// host buffers).
-///
-/// ```
-/// use namedtensor::{storage, DynTensor};
-/// drop(DynTensor::<f32>::zeros(&[1 << 19])); // 2 MiB, pooled
-/// storage::release_buffer_pool();
-/// assert_eq!(storage::buffer_pool_bytes(), 0);
-/// ```
-pub fn release_buffer_pool() {
+/// Frees every pooled buffer now; pooling goes on (`storage::release_buffer_pool` calls it,
+/// and releases device memory too).
+pub(crate) fn release_buffer_pool() {
     trim_to(0);
 }
 

@@ -577,15 +577,34 @@ impl Backend for Cuda {
 
     fn sort<E: Element>(
         op: &'static str,
-        _src: &CudaBuffer,
-        _layout: &Layout,
-        _dim: usize,
-        _descending: bool,
+        src: &CudaBuffer,
+        layout: &Layout,
+        dim: usize,
+        descending: bool,
     ) -> Result<(CudaBuffer, CudaBuffer)> {
-        Err(Error::new(
-            ErrorKind::Device,
-            op,
-            "sorting has no CUDA kernel yet: sort on the CPU (`.cpu()`) and move the result back",
+        // The lanes made contiguous rows (`dim` moved last) by one strided copy, sorted, and
+        // put back in the input's dim order by one more copy unless `dim` was already last.
+        let rank = layout.rank();
+        let n = layout.sizes()[dim];
+        let order: Vec<usize> = (0..rank).filter(|&d| d != dim).chain([dim]).collect();
+        let row_sizes: Vec<usize> = order.iter().map(|&d| layout.sizes()[d]).collect();
+        let row_strides: Vec<usize> = order.iter().map(|&d| layout.strides()[d]).collect();
+        let keys =
+            copy::cast_strided(op, src, &row_sizes, &row_strides, layout.offset(), E::DTYPE)?;
+        let rows = layout.numel().checked_div(n).unwrap_or(0);
+        let (values, indices) = compute::sort(op, keys, rows, n, descending)?;
+        if dim + 1 == rank {
+            return Ok((values, indices));
+        }
+        let contiguous = crate::layout::contiguous_strides(&row_sizes)
+            .ok_or_else(|| Error::overflow(op, format!("the sizes {row_sizes:?}")))?;
+        let mut back = vec![0; rank];
+        for (k, &d) in order.iter().enumerate() {
+            back[d] = contiguous[k];
+        }
+        Ok((
+            copy::cast_strided(op, &values, layout.sizes(), &back, 0, E::DTYPE)?,
+            copy::cast_strided(op, &indices, layout.sizes(), &back, 0, DType::I64)?,
         ))
     }
 

@@ -12,8 +12,8 @@ use super::copy::{cast, same_device};
 use super::error::driver;
 use super::kernels::{BinaryOp, CompareOp, Kernel, ReduceOp, Supports, UnaryOp};
 use super::launch::{
-    elementwise_config, kernel_layouts, reduce_config, reduce_group, rows_config,
-    scan_block_per_lane,
+    SORT_TILE, elementwise_config, elementwise_config_for, kernel_layouts, reduce_config,
+    reduce_group, reduce_splits, rows_config, scan_block_per_lane, sort_tile_config,
 };
 use super::rt::PushKernelArg;
 use super::storage::CudaBuffer;
@@ -79,7 +79,7 @@ pub(crate) fn unary(
     let mut args = dev.stream().launch_builder(&f);
     args.arg(out.slice_mut()).arg(src.slice()).arg(&l).arg(&n64);
     // SAFETY: matches `nt_unary_OP_T(T* out, const T* in, NtLayout, u64 n)`; `out` holds n.
-    unsafe { args.launch(elementwise_config(n)) }
+    unsafe { args.launch(elementwise_config_for(n, l.is_contiguous())) }
         .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
 }
@@ -152,8 +152,13 @@ fn launch_pair(
         .arg(&n64);
     // SAFETY: matches `nt_binary_OP_T` / `nt_compare_OP_T`
     // `(Out* out, const T* a, NtLayout, const T* b, NtLayout, u64 n)`; `out` holds n.
-    unsafe { args.launch(elementwise_config(n)) }
-        .map_err(|e| driver(op, a.device(), &format!("launching {}", kernel.name), e))?;
+    unsafe {
+        args.launch(elementwise_config_for(
+            n,
+            ka.is_contiguous() && kb.is_contiguous(),
+        ))
+    }
+    .map_err(|e| driver(op, a.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
 }
 
@@ -248,21 +253,44 @@ pub(crate) fn reduce(
         .find(|&(&size, _)| size > 1)
         .is_some_and(|(_, &stride)| stride == 1);
     let group = reduce_group(rows, rlen, rows_adjacent);
-    let (rows64, rlen64, rstride64) = (rows as u64, rlen as u64, rstride as u64);
-    let mut args = dev.stream().launch_builder(&f);
-    args.arg(out.slice_mut())
-        .arg(src.slice())
-        .arg(&outer)
-        .arg(&rows64)
-        .arg(&rlen64)
-        .arg(&rstride64)
-        .arg(&group);
-    // SAFETY: matches `nt_reduce_OP_T(Out*, const T*, NtLayout outer, u64 rows, u64 rlen,
-    // u64 rstride, unsigned group)`, launched with NT_REDUCE_THREADS threads per block and
-    // `group` a power of two dividing it; every position lies in the layout, which fits
-    // `src`; `out` holds `rows` elements.
-    unsafe { args.launch(reduce_config(rows, group)) }
-        .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    let splits = reduce_splits(rows, rlen, group);
+    // The partial accumulators of a split reduction, 16 bytes each (the largest accumulator:
+    // argmax's value and index).
+    let mut part = CudaBuffer::alloc(
+        op,
+        dev,
+        DType::U8,
+        if splits > 1 { rows * splits * 16 } else { 0 },
+    )?;
+    let (rows64, rlen64, rstride64, splits64) =
+        (rows as u64, rlen as u64, rstride as u64, splits as u64);
+    let passes: &[i32] = if splits > 1 { &[0, 1] } else { &[0] };
+    for combine in passes {
+        let config = if *combine == 1 {
+            elementwise_config(rows)
+        } else {
+            reduce_config(rows, group, splits)
+        };
+        let mut args = dev.stream().launch_builder(&f);
+        args.arg(out.slice_mut())
+            .arg(part.slice_mut())
+            .arg(src.slice())
+            .arg(&outer)
+            .arg(&rows64)
+            .arg(&rlen64)
+            .arg(&rstride64)
+            .arg(&group)
+            .arg(&splits64)
+            .arg(combine);
+        // SAFETY: matches `nt_reduce_OP_T(Out*, void* part, const T*, NtLayout outer, u64
+        // rows, u64 rlen, u64 rstride, unsigned group, u64 splits, int combine)`, the
+        // reduction launched with NT_REDUCE_THREADS threads per block and `group` a power of
+        // two dividing it; every position lies in the layout, which fits `src`; `out` holds
+        // `rows` elements and, with more than one split, `part` rows * splits accumulators.
+        unsafe { args.launch(config) }
+            .map(|_| ())
+            .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    }
     Ok(out)
 }
 
@@ -519,4 +547,72 @@ pub(crate) fn scan(
     unsafe { args.launch(config) }
         .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
+}
+
+/// The `rows` x `n` row-major entries of `keys` (contiguous) sorted along each row, stably,
+/// in PyTorch's order (`sort.cu`), with the position each came from in its row: a tile pass
+/// (each run of [`SORT_TILE`] entries sorted in shared memory) and then merge passes doubling
+/// the run length until one run covers the row, alternating between `keys` and a second
+/// buffer. Consumes `keys` (the tile pass sorts it in place).
+pub(crate) fn sort(
+    op: &'static str,
+    keys: CudaBuffer,
+    rows: usize,
+    n: usize,
+    descending: bool,
+) -> Result<(CudaBuffer, CudaBuffer)> {
+    let dev = keys.cuda_device().clone();
+    let total = rows * n;
+    debug_assert!(keys.len() >= total);
+    let mut cur = (keys, CudaBuffer::alloc(op, &dev, DType::I64, total)?);
+    if total == 0 {
+        return Ok(cur);
+    }
+    let kernel = Kernel::sort(cur.0.dtype());
+    let f = dev.function(op, &kernel)?;
+    let (rows64, n64, desc32) = (rows as u64, n as u64, descending as i32);
+    let tile = SORT_TILE as usize;
+    let launch = |out: &mut (CudaBuffer, CudaBuffer),
+                  input: Option<&(CudaBuffer, CudaBuffer)>,
+                  width: usize|
+     -> Result<()> {
+        let (pass, config) = match input {
+            None => (0i32, sort_tile_config(rows * n.div_ceil(tile))),
+            Some(_) => (1i32, elementwise_config(total)),
+        };
+        let width64 = width as u64;
+        // The tile pass reads only its output: its input pointers are null, never read.
+        const NULL: u64 = 0;
+        let mut args = dev.stream().launch_builder(&f);
+        args.arg(out.0.slice_mut()).arg(out.1.slice_mut());
+        match input {
+            Some((k, i)) => args.arg(k.slice()).arg(i.slice()),
+            None => args.arg(&NULL).arg(&NULL),
+        };
+        args.arg(&rows64)
+            .arg(&n64)
+            .arg(&width64)
+            .arg(&desc32)
+            .arg(&pass);
+        // SAFETY: matches `nt_sort_T(T* ko, i64* io, const T* ki, const i64* ii, u64 rows,
+        // u64 n, u64 width, int desc, int pass)`; every buffer holds rows * n elements; the
+        // tile pass runs SORT_TILE / 4 threads per block, as the kernel's network assumes.
+        unsafe { args.launch(config) }
+            .map(|_| ())
+            .map_err(|e| driver(op, dev.device(), &format!("launching {}", kernel.name), e))
+    };
+    launch(&mut cur, None, tile)?;
+    if n > tile {
+        let mut other = (
+            CudaBuffer::alloc(op, &dev, cur.0.dtype(), total)?,
+            CudaBuffer::alloc(op, &dev, DType::I64, total)?,
+        );
+        let mut width = tile;
+        while width < n {
+            launch(&mut other, Some(&cur), width)?;
+            std::mem::swap(&mut cur, &mut other);
+            width *= 2;
+        }
+    }
+    Ok(cur)
 }

@@ -5,7 +5,7 @@
 
 use super::error::{device_error, driver};
 use super::kernels::Kernel;
-use super::launch::{elementwise_config, kernel_layouts, scalar_bits};
+use super::launch::{elementwise_config, elementwise_config_for, kernel_layouts, scalar_bits};
 use super::rt::PushKernelArg;
 use super::storage::CudaBuffer;
 use crate::dtype::{DType, Element};
@@ -77,7 +77,8 @@ pub(crate) fn cast_strided(
     // SAFETY: the arguments match `nt_copy_S_D(D*, NtLayout, const S*, NtLayout, u64 n)`;
     // `out_l` is the contiguous layout of `n` elements of D, and `src_l` stays within `src`
     // (the caller's view fits its storage).
-    unsafe { args.launch(elementwise_config(n)) }
+    let contiguous = out_l.is_contiguous() && src_l.is_contiguous();
+    unsafe { args.launch(elementwise_config_for(n, contiguous)) }
         .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
 }
@@ -129,7 +130,8 @@ pub(crate) fn copy(
         .arg(&n64);
     // SAFETY: the arguments match `nt_copy_S_D(D*, NtLayout, const S*, NtLayout, u64)`; both
     // layouts fit their buffers, and the destination positions are distinct.
-    unsafe { args.launch(elementwise_config(n)) }
+    let contiguous = dst_l.is_contiguous() && src_l.is_contiguous();
+    unsafe { args.launch(elementwise_config_for(n, contiguous)) }
         .map_err(|e| driver(op, dev.device(), &format!("launching {}", kernel.name), e))?;
     Ok(())
 }

@@ -14,7 +14,7 @@ use super::kernels::Kernel;
 #[cfg(not(feature = "cuda-emu"))]
 use super::nvrtc::Image;
 use super::nvrtc::{self, Target};
-use super::rt::{CudaBlas, CudaContext, CudaFunction, CudaStream};
+use super::rt::{self, CudaBlas, CudaContext, CudaFunction, CudaStream};
 use crate::backend::device::Device;
 use crate::error::Result;
 use std::collections::HashMap;
@@ -96,14 +96,31 @@ impl std::fmt::Debug for CudaDevice {
     }
 }
 
-/// The device `cuda:ordinal`, initialised on first use.
-pub(crate) fn get(op: &'static str, ordinal: usize) -> Result<Arc<CudaDevice>> {
+/// The devices initialised so far, by ordinal.
+fn devices() -> std::sync::MutexGuard<'static, HashMap<usize, Arc<CudaDevice>>> {
     static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>>>> = OnceLock::new();
-    check(op, ordinal)?;
-    let mut devices = DEVICES
+    DEVICES
         .get_or_init(Default::default)
         .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits for every initialised device and gives the memory their pools hold for reuse back
+/// to the driver (`namedtensor::storage::release_buffer_pool`, PyTorch's
+/// `torch.cuda.empty_cache`). A device that fails is skipped: the next operation on it
+/// reports the error.
+pub(crate) fn release_cached_memory() {
+    for dev in devices().values() {
+        if dev.synchronize("release_buffer_pool").is_ok() {
+            let _ = rt::trim_pool(&dev.ctx);
+        }
+    }
+}
+
+/// The device `cuda:ordinal`, initialised on first use.
+pub(crate) fn get(op: &'static str, ordinal: usize) -> Result<Arc<CudaDevice>> {
+    check(op, ordinal)?;
+    let mut devices = devices();
     if let Some(d) = devices.get(&ordinal) {
         return Ok(Arc::clone(d));
     }
@@ -124,6 +141,7 @@ pub(crate) fn get(op: &'static str, ordinal: usize) -> Result<Arc<CudaDevice>> {
     // SAFETY: the library issues all work of this context to one stream (below), so the
     // per-allocation events cudarc records to order work across streams are not needed.
     unsafe { ctx.disable_event_tracking() };
+    rt::keep_freed_memory(&ctx).map_err(|e| driver(op, dev, "configuring the memory pool", e))?;
     let stream = ctx.default_stream();
     let device = Arc::new(CudaDevice {
         ordinal,

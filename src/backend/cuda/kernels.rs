@@ -29,18 +29,21 @@ pub(crate) enum Source {
     Softmax,
     /// Ternary select, indexed reads, scans along one dim.
     Select,
+    /// Sorting of contiguous rows.
+    Sort,
 }
 
 impl Source {
     /// Every source file.
     #[cfg_attr(not(test), allow(dead_code))] // the compile-everything test walks them
-    pub(crate) const ALL: [Source; 6] = [
+    pub(crate) const ALL: [Source; 7] = [
         Source::Copy,
         Source::Unary,
         Source::Binary,
         Source::Reduce,
         Source::Softmax,
         Source::Select,
+        Source::Sort,
     ];
 
     /// The file's CUDA C text.
@@ -52,6 +55,7 @@ impl Source {
             Source::Reduce => include_str!("kernels/reduce.cu"),
             Source::Softmax => include_str!("kernels/softmax.cu"),
             Source::Select => include_str!("kernels/select.cu"),
+            Source::Sort => include_str!("kernels/sort.cu"),
         }
     }
 
@@ -64,6 +68,7 @@ impl Source {
             Source::Reduce => "reduce.cu",
             Source::Softmax => "softmax.cu",
             Source::Select => "select.cu",
+            Source::Sort => "sort.cu",
         }
     }
 }
@@ -228,6 +233,11 @@ impl Kernel {
         Kernel::new(Source::Select, "scan", &[type_name(dtype)])
     }
 
+    /// Both passes of the row sort of `dtype` (any dtype).
+    pub(crate) fn sort(dtype: DType) -> Kernel {
+        Kernel::new(Source::Sort, "sort", &[type_name(dtype)])
+    }
+
     /// The program NVRTC compiles for this kernel alone.
     #[cfg_attr(feature = "cuda-emu", allow(dead_code))]
     pub(crate) fn program(&self) -> String {
@@ -239,10 +249,11 @@ impl Kernel {
 /// values: the most dims of a kernel layout and the block size of the row kernels.
 pub(crate) fn common() -> String {
     format!(
-        "#define NT_MAX_DIMS {}\n#define NT_REDUCE_THREADS {}\n#define NT_LAYOUT_CONTIGUOUS {}u\n\
-         #define NT_LAYOUT_INDEX32 {}u\n{COMMON}",
+        "#define NT_MAX_DIMS {}\n#define NT_REDUCE_THREADS {}\n#define NT_SORT_TILE {}\n\
+         #define NT_LAYOUT_CONTIGUOUS {}u\n#define NT_LAYOUT_INDEX32 {}u\n{COMMON}",
         launch::MAX_DIMS,
         launch::ROW_BLOCK,
+        launch::SORT_TILE,
         launch::KernelLayout::CONTIGUOUS,
         launch::KernelLayout::INDEX32,
     )
@@ -303,6 +314,7 @@ pub(crate) fn all_kernels() -> Vec<Kernel> {
         if scan_supports(s) {
             all.push(Kernel::scan(s));
         }
+        all.push(Kernel::sort(s));
     }
     all
 }
@@ -392,6 +404,7 @@ mod tests {
         for name in [
             "NT_MAX_DIMS",
             "NT_REDUCE_THREADS",
+            "NT_SORT_TILE",
             "NT_LAYOUT_CONTIGUOUS",
             "NT_LAYOUT_INDEX32",
         ] {
@@ -406,10 +419,12 @@ mod tests {
         }
         let text = program(Source::Reduce, &[]);
         assert!(text.starts_with(&format!(
-            "#define NT_MAX_DIMS {}\n#define NT_REDUCE_THREADS {}\n",
+            "#define NT_MAX_DIMS {}\n#define NT_REDUCE_THREADS {}\n#define NT_SORT_TILE {}\n",
             launch::MAX_DIMS,
-            launch::ROW_BLOCK
+            launch::ROW_BLOCK,
+            launch::SORT_TILE
         )));
+        assert!(launch::SORT_TILE.is_power_of_two(), "the bitonic network");
         assert!(
             launch::ROW_BLOCK.is_power_of_two(),
             "nt_block_reduce halves the block"

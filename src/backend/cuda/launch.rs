@@ -16,6 +16,13 @@ pub(crate) const BLOCK: u32 = 256;
 /// from it (`kernels::common`).
 pub(crate) const ROW_BLOCK: u32 = 256;
 
+/// Entries per tile of the sort kernel (`sort.cu`), sorted by one block of `SORT_TILE / 4`
+/// threads in shared memory; every kernel program defines `NT_SORT_TILE` from it. A power of
+/// two whose keys and tile positions (`int`) fit the 48 KiB of static shared memory a block
+/// gets without opting in: 4096 × (8 + 4) bytes for `f64` keys. Rows up to this long are
+/// sorted by the tile pass alone.
+pub(crate) const SORT_TILE: u32 = 4096;
+
 /// The most blocks launched; grid-stride loops cover the rest (the hardware limit is 2^31 - 1).
 pub(crate) const MAX_BLOCKS: u32 = 1 << 20;
 
@@ -85,8 +92,7 @@ impl KernelLayout {
         Ok(l)
     }
 
-    /// Whether the kernel skips the index arithmetic.
-    #[cfg(test)]
+    /// Whether the kernel skips the index arithmetic (and takes its contiguous fast path).
     pub(crate) fn is_contiguous(&self) -> bool {
         self.flags & Self::CONTIGUOUS != 0
     }
@@ -170,14 +176,38 @@ pub(crate) fn kernel_layouts<const N: usize>(
 /// block, enough blocks for one element per thread up to [`MAX_BLOCKS`] (grid-stride loops
 /// do the rest).
 pub(crate) fn elementwise_config(n: usize) -> LaunchConfig {
+    elementwise_config_for(n, false)
+}
+
+/// [`elementwise_config`] for a kernel with a contiguous fast path (`NT_CONTIGUOUS_FOR_EACH4`
+/// in `common.cuh`), which takes that path when `contiguous`: then, from
+/// [`QUARTER_THREADS_FROM`] elements, a quarter of a thread per element, so that each thread
+/// has four reads in flight. On an H200, 64 Mi-element `exp`, `add` and casts with a thread
+/// per element and one read each ran at 1.8-3.2 TB/s, PyTorch (four elements per thread) at
+/// 3.7-4.0 (BENCHMARKS.md, "CUDA"). Strided layouts keep a thread per element: their loop
+/// has one read in flight per thread, and fewer threads would only serialise it.
+pub(crate) fn elementwise_config_for(n: usize, contiguous: bool) -> LaunchConfig {
     debug_assert!(n > 0);
-    let blocks = n.div_ceil(BLOCK as usize).clamp(1, MAX_BLOCKS as usize) as u32;
+    let per_thread = if contiguous && n >= QUARTER_THREADS_FROM {
+        4
+    } else {
+        1
+    };
+    let blocks = n
+        .div_ceil(BLOCK as usize * per_thread)
+        .clamp(1, MAX_BLOCKS as usize) as u32;
     LaunchConfig {
         grid_dim: (blocks, 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     }
 }
+
+/// Elements from which contiguous elementwise kernels run a quarter of a thread per element:
+/// 1 Mi, where that is still 1024 blocks of [`BLOCK`], several per multiprocessor of a large
+/// GPU (132 on an H100 or H200). Fewer elements keep a thread each: parallelism matters more
+/// than reads in flight there.
+pub(crate) const QUARTER_THREADS_FROM: usize = 1 << 20;
 
 /// Launch configuration of a row kernel (reductions, softmax) over `rows > 0` rows: one block
 /// of [`ROW_BLOCK`] threads per row, up to [`MAX_BLOCKS`] blocks.
@@ -190,24 +220,37 @@ pub(crate) fn rows_config(rows: usize) -> LaunchConfig {
     }
 }
 
+/// Launch configuration of the sort kernel's tile pass over `tiles > 0` tiles: one block of
+/// `SORT_TILE / 4` threads per tile (each thread compares two pairs of entries at every step
+/// of the network), up to [`MAX_BLOCKS`] blocks (the kernel's loop does the rest).
+pub(crate) fn sort_tile_config(tiles: usize) -> LaunchConfig {
+    debug_assert!(tiles > 0);
+    LaunchConfig {
+        grid_dim: (tiles.clamp(1, MAX_BLOCKS as usize) as u32, 1, 1),
+        block_dim: (SORT_TILE / 4, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// Threads per row of a reduction (`reduce.cu`): a power of two dividing [`ROW_BLOCK`], so a
 /// block reduces `ROW_BLOCK / group` rows side by side. `rows` rows of `rlen` elements;
 /// `rows_adjacent` when consecutive rows start at consecutive elements (the reduced dim is not
 /// the innermost: `sum(0)` of a row-major matrix).
 ///
-/// - Rows adjacent in memory, and enough of them to occupy a GPU with one thread each: one
-///   thread per row, so that the threads of a warp read adjacent elements at every step.
-/// - Long rows (or few rows, where one block each is the only parallelism there is): the
-///   whole block on a row.
+/// - Rows adjacent in memory, at least a warp of them: one thread per row, so that the threads
+///   of a warp read adjacent elements at every step (parallelism, where rows are too few,
+///   comes from splitting the rows: [`reduce_splits`]).
+/// - Long rows (or few rows): the whole block on a row.
 /// - Otherwise the smallest power of two covering the row, at most a warp (32): short rows do
 ///   not leave most of a block idle.
 ///
-/// These are the usual GPU choices; their thresholds are not yet measured on a GPU (the
-/// emulator checks correctness only). For example: `sum(0)` of a row-major `[64, 2^20]` matrix, a thread per row; `sum(-1)` of
+/// For example: `sum(0)` of a row-major `[8192, 8192]` matrix, a thread per row; `sum(-1)` of
 /// an `[8, 2^20]` one, a block per row; `sum(-1)` of a `[4096, 10]` one, 16 threads per row.
+/// Measured on an H200 (BENCHMARKS.md, "CUDA"): column sums with a block per column read
+/// 690 GB/s, with a thread per column and split rows ~3 TB/s.
 pub(crate) fn reduce_group(rows: usize, rlen: usize, rows_adjacent: bool) -> u32 {
     const WARP: usize = 32;
-    if rows_adjacent && rows >= 1 << 14 {
+    if rows_adjacent && rows >= WARP {
         return 1;
     }
     if rlen >= 1024 || (rows < 64 && rlen > WARP) {
@@ -216,15 +259,39 @@ pub(crate) fn reduce_group(rows: usize, rlen: usize, rows_adjacent: bool) -> u32
     rlen.next_power_of_two().clamp(1, WARP) as u32
 }
 
+/// Threads a reduction should keep busy: an H200 or H100 holds 132 × 2048 resident threads.
+const REDUCE_BUSY_THREADS: usize = 1 << 18;
+
+/// How many consecutive chunks each row of a reduction is split into (`reduce.cu`), each
+/// reduced by its own block into a partial result that a second pass combines: 1 when the
+/// rows alone keep [`REDUCE_BUSY_THREADS`] threads busy, else enough chunks to do so, each at
+/// least 32 elements per thread. `rows` rows of `rlen`, `group` threads per row
+/// ([`reduce_group`]). One block of 256 threads on the 64 Mi elements of a whole-tensor sum
+/// read 3 GB/s on an H200 (one multiprocessor waiting on memory); split 1024 ways, the sum
+/// reads at the copy bandwidth.
+pub(crate) fn reduce_splits(rows: usize, rlen: usize, group: u32) -> usize {
+    const MIN_PER_THREAD: usize = 32;
+    let threads = rows.saturating_mul(group as usize);
+    if threads >= REDUCE_BUSY_THREADS {
+        return 1;
+    }
+    let by_parallelism = REDUCE_BUSY_THREADS / threads.max(1);
+    let by_length = rlen / (group as usize * MIN_PER_THREAD);
+    by_parallelism.min(by_length).max(1)
+}
+
 /// Launch configuration of a reduction of `rows > 0` rows, `group` threads each
-/// ([`reduce_group`]): blocks of [`ROW_BLOCK`] threads, enough for every row up to
-/// [`MAX_BLOCKS`] (the kernel's loop does the rest).
-pub(crate) fn reduce_config(rows: usize, group: u32) -> LaunchConfig {
-    debug_assert!(rows > 0 && group.is_power_of_two() && group <= ROW_BLOCK);
+/// ([`reduce_group`]), each row split into `splits` chunks ([`reduce_splits`]): blocks of
+/// [`ROW_BLOCK`] threads, one per (`ROW_BLOCK / group` rows, chunk) up to [`MAX_BLOCKS`] (the
+/// kernel's loop does the rest).
+pub(crate) fn reduce_config(rows: usize, group: u32, splits: usize) -> LaunchConfig {
+    debug_assert!(rows > 0 && splits > 0 && group.is_power_of_two() && group <= ROW_BLOCK);
     let per_block = (ROW_BLOCK / group) as usize;
     LaunchConfig {
         grid_dim: (
-            rows.div_ceil(per_block).clamp(1, MAX_BLOCKS as usize) as u32,
+            rows.div_ceil(per_block)
+                .saturating_mul(splits)
+                .clamp(1, MAX_BLOCKS as usize) as u32,
             1,
             1,
         ),
@@ -376,6 +443,11 @@ mod tests {
         assert_eq!((c.grid_dim, c.block_dim), ((1, 1, 1), (256, 1, 1)));
         assert_eq!(elementwise_config(256).grid_dim.0, 1);
         assert_eq!(elementwise_config(257).grid_dim.0, 2);
+        // contiguous: a quarter of a thread per element from 1 Mi elements
+        assert_eq!(elementwise_config_for((1 << 20) - 1, true).grid_dim.0, 4096);
+        assert_eq!(elementwise_config_for(1 << 20, true).grid_dim.0, 1024);
+        assert_eq!(elementwise_config_for(1 << 26, true).grid_dim.0, 65536);
+        assert_eq!(elementwise_config_for(1 << 26, false).grid_dim.0, 262144);
         // beyond the cap the grid-stride loop covers the rest
         assert_eq!(elementwise_config(1 << 40).grid_dim.0, MAX_BLOCKS);
         assert_eq!(rows_config(3).grid_dim.0, 3);
@@ -388,9 +460,12 @@ mod tests {
         // many adjacent rows: a thread each
         assert_eq!(reduce_group(1 << 20, 64, true), 1);
         assert_eq!(reduce_group(1 << 14, 5000, true), 1);
-        // adjacent but too few to fill a device: as for any row
-        assert_eq!(reduce_group(100, 64, true), 32);
-        assert_eq!(reduce_group(1000, 20, true), 32);
+        // adjacent, a warp or more of them: a thread each (splits add parallelism)
+        assert_eq!(reduce_group(100, 64, true), 1);
+        assert_eq!(reduce_group(8192, 8192, true), 1);
+        // adjacent but fewer than a warp: as for any row (few rows: the whole block)
+        assert_eq!(reduce_group(31, 64, true), 256);
+        assert_eq!(reduce_group(8, 1 << 20, true), 256);
         // long rows, or few rows: the whole block
         assert_eq!(reduce_group(8, 1 << 20, false), 256);
         assert_eq!(reduce_group(100_000, 1024, false), 256);
@@ -407,16 +482,38 @@ mod tests {
                     let g = reduce_group(rows, rlen, adjacent);
                     assert!(g.is_power_of_two() && ROW_BLOCK.is_multiple_of(g), "{g}");
                     // every row gets its threads
-                    let c = reduce_config(rows, g);
+                    let splits = reduce_splits(rows, rlen, g);
+                    assert!(
+                        splits >= 1 && (splits == 1 || splits <= rlen),
+                        "{rows} {rlen}"
+                    );
+                    let c = reduce_config(rows, g, splits);
                     let covered = c.grid_dim.0 as usize * (ROW_BLOCK / g) as usize;
                     assert!(covered >= rows.min(MAX_BLOCKS as usize), "{rows} {g}");
                 }
             }
         }
-        assert_eq!(reduce_config(1000, 32).grid_dim.0, 125);
-        assert_eq!(reduce_config(1000, 1).grid_dim.0, 4);
-        assert_eq!(reduce_config(3, 256).grid_dim.0, 3);
-        assert_eq!(reduce_config(usize::MAX, 1).grid_dim.0, MAX_BLOCKS);
+        assert_eq!(reduce_config(1000, 32, 1).grid_dim.0, 125);
+        assert_eq!(reduce_config(1000, 1, 1).grid_dim.0, 4);
+        assert_eq!(reduce_config(3, 256, 1).grid_dim.0, 3);
+        assert_eq!(reduce_config(3, 256, 10).grid_dim.0, 30);
+        assert_eq!(reduce_config(usize::MAX, 1, 1).grid_dim.0, MAX_BLOCKS);
+        assert_eq!(reduce_config(1 << 20, 1, 1 << 20).grid_dim.0, MAX_BLOCKS);
+    }
+
+    #[test]
+    fn reductions_split_rows_only_when_rows_leave_the_device_idle() {
+        // a whole-tensor sum of 64 Mi elements: 1024 chunks of 64 Ki
+        assert_eq!(reduce_splits(1, 1 << 26, 256), 1024);
+        // column sums of [8192, 8192], a thread per column: 32 chunks of 256
+        assert_eq!(reduce_splits(8192, 8192, 1), 32);
+        // enough rows: no split
+        assert_eq!(reduce_splits(8192, 8192, 256), 1);
+        assert_eq!(reduce_splits(1 << 18, 100, 1), 1);
+        // short rows are not split below 32 elements per thread
+        assert_eq!(reduce_splits(1, 1000, 256), 1);
+        assert_eq!(reduce_splits(1, 100, 1), 3);
+        assert_eq!(reduce_splits(0, 0, 1), 1);
     }
 
     #[test]

@@ -103,9 +103,14 @@ fn nvrtc_compiles_every_select_kernel() {
 }
 
 #[test]
+fn nvrtc_compiles_every_sort_kernel() {
+    compile_every_kernel_of(Source::Sort);
+}
+
+#[test]
 fn nvrtc_tests_cover_every_source_file() {
     // one `nvrtc_compiles_every_*` test per file above
-    assert_eq!(Source::ALL.len(), 6);
+    assert_eq!(Source::ALL.len(), 7);
 }
 
 #[test]

@@ -61,6 +61,16 @@ template <typename T, typename Op>
 __device__ void nt_binary_impl(T* out, const T* a, NtLayout la, const T* b, NtLayout lb, nt_u64 n) {
     typedef nt_traits<T> tr;
     Op op;
+    if (la.flags & lb.flags & NT_LAYOUT_CONTIGUOUS) {
+        const T* x = a + la.offset;
+        const T* y = b + lb.offset;
+#define NT_LOAD_(j) tr::from_compute(op(tr::to_compute(x[j]), tr::to_compute(y[j])))
+#define NT_STORE_(j, v) (out[j] = (v))
+        NT_CONTIGUOUS_FOR_EACH4(n, T, NT_LOAD_, NT_STORE_)
+#undef NT_LOAD_
+#undef NT_STORE_
+        return;
+    }
     NT_FOR_EACH(i, n) {
         out[i] = tr::from_compute(op(tr::to_compute(a[nt_position(la, i)]),
                                      tr::to_compute(b[nt_position(lb, i)])));

@@ -9,6 +9,16 @@
 // an aliasing source first).
 template <typename S, typename D>
 __device__ void nt_copy_impl(D* dst, NtLayout dst_l, const S* src, NtLayout src_l, nt_u64 n) {
+    if (dst_l.flags & src_l.flags & NT_LAYOUT_CONTIGUOUS) {
+        D* to = dst + dst_l.offset;
+        const S* from = src + src_l.offset;
+#define NT_LOAD_(j) nt_cast<D>(from[j])
+#define NT_STORE_(j, v) (to[j] = (v))
+        NT_CONTIGUOUS_FOR_EACH4(n, D, NT_LOAD_, NT_STORE_)
+#undef NT_LOAD_
+#undef NT_STORE_
+        return;
+    }
     NT_FOR_EACH(i, n) { dst[nt_position(dst_l, i)] = nt_cast<D>(src[nt_position(src_l, i)]); }
 }
 

@@ -124,32 +124,82 @@ template <typename R> struct nt_combiner {
     NT_HD typename R::acc operator()(typename R::acc a, typename R::acc b) const { return R::combine(a, b); }
 };
 
+// Reduces rows `group` threads each (see the top), each row's elements split into `splits`
+// consecutive chunks reduced by different blocks. With one split, out[row] is the row's
+// result; with more, part[row * splits + s] is chunk `s`'s accumulator and the combine pass
+// (`nt_reduce_combine_impl`) finishes the rows. A thread reads its chunk UNROLL elements at a
+// time, all loads issued before the first use, so several reads are in flight per thread
+// (the order of accumulation is unchanged: element by element, ascending).
+#define NT_REDUCE_UNROLL 4
 template <typename T, typename R>
-__device__ void nt_reduce_impl(typename R::out* out, const T* in, NtLayout outer, nt_u64 rows,
-                               nt_u64 rlen, nt_u64 rstride, unsigned int group) {
+__device__ void nt_reduce_impl(typename R::out* out, typename R::acc* part, const T* in,
+                               NtLayout outer, nt_u64 rows, nt_u64 rlen, nt_u64 rstride,
+                               unsigned int group, nt_u64 splits) {
     __shared__ typename R::acc sh[NT_REDUCE_THREADS];
     unsigned int lane = threadIdx.x & (group - 1);
     nt_u64 per_block = NT_REDUCE_THREADS / group;
-    // `first` is the same in every thread of the block, so all reach nt_group_reduce together.
-    for (nt_u64 first = blockIdx.x * per_block; first < rows; first += gridDim.x * per_block) {
-        nt_u64 row = first + threadIdx.x / group;
+    nt_u64 row_blocks = (rows + per_block - 1) / per_block;
+    nt_u64 chunk = (rlen + splits - 1) / splits;
+    // `b` is the same in every thread of the block, so all reach nt_group_reduce together.
+#pragma unroll 1
+    for (nt_u64 b = blockIdx.x; b < row_blocks * splits; b += gridDim.x) {
+        nt_u64 s = b / row_blocks;  // neighbouring blocks take neighbouring rows
+        nt_u64 row = (b - s * row_blocks) * per_block + threadIdx.x / group;
+        nt_u64 lo = s * chunk;
+        nt_u64 hi = rlen - lo < chunk ? rlen : lo + chunk;
         typename R::acc acc = R::init();
-        if (row < rows) {
-            nt_u64 base = nt_position(outer, row);
-            for (nt_u64 k = lane; k < rlen; k += group) {
-                acc = R::step(acc, in[base + k * rstride], k);
+        if (row < rows && lo < rlen) {
+            const T* p = in + nt_position(outer, row);
+            nt_u64 k = lo + lane;
+#pragma unroll 1
+            for (; k + (NT_REDUCE_UNROLL - 1) * (nt_u64)group < hi;
+                 k += NT_REDUCE_UNROLL * (nt_u64)group) {
+                T v[NT_REDUCE_UNROLL];
+#pragma unroll
+                for (int u = 0; u < NT_REDUCE_UNROLL; ++u) v[u] = p[(k + u * (nt_u64)group) * rstride];
+#pragma unroll
+                for (int u = 0; u < NT_REDUCE_UNROLL; ++u) acc = R::step(acc, v[u], k + u * (nt_u64)group);
             }
+#pragma unroll 1
+            for (; k < hi; k += group) acc = R::step(acc, p[k * rstride], k);
         }
         acc = nt_group_reduce(sh, acc, group, nt_combiner<R>());
-        if (lane == 0 && row < rows) out[row] = R::finish(acc, rlen);
+        if (lane == 0 && row < rows) {
+            if (splits == 1) {
+                out[row] = R::finish(acc, rlen);
+            } else {
+                part[row * splits + s] = acc;
+            }
+        }
     }
 }
 
+// The combine pass of a split reduction: out[row] from its `splits` partial accumulators,
+// combined in chunk order, one thread per row.
+template <typename T, typename R>
+__device__ void nt_reduce_combine_impl(typename R::out* out, const typename R::acc* part,
+                                       nt_u64 rows, nt_u64 rlen, nt_u64 splits) {
+    NT_FOR_EACH(row, rows) {
+        typename R::acc acc = R::init();
+#pragma unroll 1
+        for (nt_u64 s = 0; s < splits; ++s) acc = R::combine(acc, part[row * splits + s]);
+        out[row] = R::finish(acc, rlen);
+    }
+}
+
+// `part` holds rows * splits accumulators (16 bytes each at most) when splits > 1; `combine`
+// selects the combine pass (one thread per row) instead of the reduction (NT_REDUCE_THREADS
+// threads per block, `group` a power of two dividing it).
 #define NT_REDUCE(OP, T)                                                                     \
-    extern "C" __global__ void nt_reduce_##OP##_##T(nt_red_##OP<nt_t_##T>::out* out,        \
-                                                    const nt_t_##T* in, NtLayout outer,      \
-                                                    nt_u64 rows, nt_u64 rlen,                \
-                                                    nt_u64 rstride, unsigned int group) {    \
-        nt_reduce_impl<nt_t_##T, nt_red_##OP<nt_t_##T> >(out, in, outer, rows, rlen, rstride, \
-                                                         group);                             \
+    extern "C" __global__ void nt_reduce_##OP##_##T(                                         \
+        nt_red_##OP<nt_t_##T>::out* out, void* part, const nt_t_##T* in, NtLayout outer,     \
+        nt_u64 rows, nt_u64 rlen, nt_u64 rstride, unsigned int group, nt_u64 splits,         \
+        int combine) {                                                                       \
+        typedef nt_red_##OP<nt_t_##T> R;                                                     \
+        if (combine) {                                                                       \
+            nt_reduce_combine_impl<nt_t_##T, R>(out, (const R::acc*)part, rows, rlen, splits); \
+        } else {                                                                             \
+            nt_reduce_impl<nt_t_##T, R>(out, (R::acc*)part, in, outer, rows, rlen, rstride,   \
+                                        group, splits);                                      \
+        }                                                                                    \
     }

@@ -63,6 +63,15 @@ template <typename T, typename Op>
 __device__ void nt_unary_impl(T* out, const T* in, NtLayout l, nt_u64 n) {
     typedef nt_traits<T> tr;
     Op op;
+    if (l.flags & NT_LAYOUT_CONTIGUOUS) {
+        const T* src = in + l.offset;
+#define NT_LOAD_(j) tr::from_compute(op(tr::to_compute(src[j])))
+#define NT_STORE_(j, v) (out[j] = (v))
+        NT_CONTIGUOUS_FOR_EACH4(n, T, NT_LOAD_, NT_STORE_)
+#undef NT_LOAD_
+#undef NT_STORE_
+        return;
+    }
     NT_FOR_EACH(i, n) { out[i] = tr::from_compute(op(tr::to_compute(in[nt_position(l, i)]))); }
 }
 
