@@ -577,7 +577,7 @@ pub(crate) fn sort(
                   width: usize|
      -> Result<()> {
         let (pass, config) = match input {
-            None => (0i32, sort_tile_config(rows * n.div_ceil(tile))),
+            None => (0i32, sort_tile_config(rows * n.div_ceil(tile), n)),
             Some(_) => (1i32, elementwise_config(total)),
         };
         let width64 = width as u64;
@@ -596,7 +596,8 @@ pub(crate) fn sort(
             .arg(&pass);
         // SAFETY: matches `nt_sort_T(T* ko, i64* io, const T* ki, const i64* ii, u64 rows,
         // u64 n, u64 width, int desc, int pass)`; every buffer holds rows * n elements; the
-        // tile pass runs SORT_TILE / 4 threads per block, as the kernel's network assumes.
+        // tile pass runs at least a quarter of its network's size in threads per block
+        // (sort_tile_config), as the kernel assumes.
         unsafe { args.launch(config) }
             .map(|_| ())
             .map_err(|e| driver(op, dev.device(), &format!("launching {}", kernel.name), e))

@@ -220,14 +220,18 @@ pub(crate) fn rows_config(rows: usize) -> LaunchConfig {
     }
 }
 
-/// Launch configuration of the sort kernel's tile pass over `tiles > 0` tiles: one block of
-/// `SORT_TILE / 4` threads per tile (each thread compares two pairs of entries at every step
-/// of the network), up to [`MAX_BLOCKS`] blocks (the kernel's loop does the rest).
-pub(crate) fn sort_tile_config(tiles: usize) -> LaunchConfig {
+/// Launch configuration of the sort kernel's tile pass over `tiles > 0` tiles of rows of `n`
+/// entries: one block per tile, up to [`MAX_BLOCKS`] blocks (the kernel's loop does the rest),
+/// of a quarter as many threads as the tile's bitonic network has entries (each thread holds
+/// four and compares two pairs at every step), at least a warp: 1024 threads for full tiles
+/// of [`SORT_TILE`], 32 for rows of up to 128 (a full tile's block on a short row would leave
+/// almost all of it idle at every step).
+pub(crate) fn sort_tile_config(tiles: usize, n: usize) -> LaunchConfig {
     debug_assert!(tiles > 0);
+    let network = n.clamp(2, SORT_TILE as usize).next_power_of_two() as u32;
     LaunchConfig {
         grid_dim: (tiles.clamp(1, MAX_BLOCKS as usize) as u32, 1, 1),
-        block_dim: (SORT_TILE / 4, 1, 1),
+        block_dim: ((network / 4).clamp(32, SORT_TILE / 4), 1, 1),
         shared_mem_bytes: 0,
     }
 }
@@ -499,6 +503,21 @@ mod tests {
         assert_eq!(reduce_config(3, 256, 10).grid_dim.0, 30);
         assert_eq!(reduce_config(usize::MAX, 1, 1).grid_dim.0, MAX_BLOCKS);
         assert_eq!(reduce_config(1 << 20, 1, 1 << 20).grid_dim.0, MAX_BLOCKS);
+    }
+
+    #[test]
+    fn sort_blocks_hold_a_quarter_of_the_network() {
+        assert_eq!(sort_tile_config(1, 1).block_dim.0, 32);
+        assert_eq!(sort_tile_config(7, 128).block_dim.0, 32);
+        assert_eq!(sort_tile_config(7, 129).block_dim.0, 64);
+        assert_eq!(sort_tile_config(2, 3000).block_dim.0, 1024);
+        assert_eq!(sort_tile_config(9, 1 << 20).block_dim.0, SORT_TILE / 4);
+        assert_eq!(sort_tile_config(9, 1 << 20).grid_dim.0, 9);
+        for n in [1, 2, 5, 100, 1000, 4095, 4096, 4097, 1 << 20] {
+            let threads = sort_tile_config(1, n).block_dim.0 as usize;
+            let size = n.min(SORT_TILE as usize).next_power_of_two().max(2);
+            assert!(4 * threads >= size && threads <= 1024, "{n}");
+        }
     }
 
     #[test]

@@ -39,9 +39,10 @@ NT_HD bool nt_sort_before(T a, nt_i64 ia, T b, nt_i64 ib, int desc) {
 }
 
 // Sorts each tile of NT_SORT_TILE entries of the `rows` x `n` row-major `keys` in place and
-// writes each entry's position in its row to `idx`. One block of NT_SORT_TILE / 4 threads per
-// tile, thread `t` holding slots `t + r * NT_SORT_TILE / 4` (r < 4) and comparing two pairs
-// at each step; blocks walk tiles with a grid stride. Positions within the tile are kept as
+// writes each entry's position in its row to `idx`. One block per tile, of at least a quarter
+// as many threads as the network's size (the host sizes it to the row: a warp for short rows,
+// NT_SORT_TILE / 4 for full tiles), thread `t` holding slots `t + r * blockDim.x` (r < 4) and
+// comparing two pairs at each step; blocks walk tiles with a grid stride. Positions within the tile are kept as
 // `int` in shared memory (4096 f64 keys and their positions fill the 48 KiB a block gets).
 // Every thread runs the same loops (the tile, its network size and the steps are the same in
 // the whole block; per-thread work is only guarded by `if`), so all reach each barrier
@@ -50,7 +51,7 @@ template <typename T>
 __device__ void nt_sort_tile_impl(T* keys, nt_i64* idx, nt_u64 rows, nt_u64 n, int desc) {
     __shared__ T sk[NT_SORT_TILE];
     __shared__ int si[NT_SORT_TILE];
-    const unsigned int threads = NT_SORT_TILE / 4;
+    const unsigned int threads = blockDim.x;
     const unsigned int tid = threadIdx.x;
     nt_u64 tiles_per_row = (n + NT_SORT_TILE - 1) / NT_SORT_TILE;
 #pragma unroll 1
@@ -68,7 +69,7 @@ __device__ void nt_sort_tile_impl(T* keys, nt_i64* idx, nt_u64 rows, nt_u64 n, i
         for (unsigned int r = 0; r < 4; ++r) {
             unsigned int k = tid + r * threads;
             if (k < len) sk[k] = base[k];
-            si[k] = k < len ? (int)k : -1;  // -1: padding, after every pair
+            if (k < size) si[k] = k < len ? (int)k : -1;  // -1: padding, after every pair
         }
         __syncthreads();
 #pragma unroll 1
