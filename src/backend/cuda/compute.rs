@@ -255,13 +255,14 @@ pub(crate) fn reduce(
     let group = reduce_group(rows, rlen, rows_adjacent);
     let splits = reduce_splits(rows, rlen, group);
     // The partial accumulators of a split reduction, 16 bytes each (the largest accumulator:
-    // argmax's value and index).
-    let mut part = CudaBuffer::alloc(
-        op,
-        dev,
-        DType::U8,
-        if splits > 1 { rows * splits * 16 } else { 0 },
-    )?;
+    // argmax's value and index); none without a split (the kernel gets a null pointer it
+    // never reads).
+    let mut part = if splits > 1 {
+        Some(CudaBuffer::alloc(op, dev, DType::U8, rows * splits * 16)?)
+    } else {
+        None
+    };
+    const NULL: u64 = 0;
     let (rows64, rlen64, rstride64, splits64) =
         (rows as u64, rlen as u64, rstride as u64, splits as u64);
     let passes: &[i32] = if splits > 1 { &[0, 1] } else { &[0] };
@@ -272,9 +273,12 @@ pub(crate) fn reduce(
             reduce_config(rows, group, splits)
         };
         let mut args = dev.stream().launch_builder(&f);
-        args.arg(out.slice_mut())
-            .arg(part.slice_mut())
-            .arg(src.slice())
+        args.arg(out.slice_mut());
+        match part.as_mut() {
+            Some(p) => args.arg(p.slice_mut()),
+            None => args.arg(&NULL),
+        };
+        args.arg(src.slice())
             .arg(&outer)
             .arg(&rows64)
             .arg(&rlen64)

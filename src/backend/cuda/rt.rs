@@ -39,33 +39,38 @@ pub(crate) fn cublas_present() -> bool {
 }
 
 /// The device's default memory pool (where cudarc's stream-ordered allocations come from),
-/// with the context bound to the calling thread.
+/// with the context bound to the calling thread; `None` for a device without memory pools
+/// (cudarc then allocates synchronously).
 #[cfg(not(feature = "cuda-emu"))]
-fn default_pool(ctx: &CudaContext) -> Result<cudarc::driver::sys::CUmemoryPool, DriverError> {
-    use cudarc::driver::sys;
-    ctx.bind_to_thread()?;
-    let mut pool = std::ptr::null_mut();
-    // SAFETY: `pool` is a valid out-pointer; the device handle comes from a live context.
-    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }.result()?;
-    Ok(pool)
-}
-
-/// Makes the device's default memory pool keep memory that the library frees, for reuse by
-/// later allocations, instead of handing it back to the driver at every synchronisation (the
-/// pool's default release threshold is 0 bytes). Allocating a large buffer again otherwise
-/// maps its pages again: on an H200, `exp` of 64 Mi f32 took 0.22 ms with the default and
-/// PyTorch, whose caching allocator keeps memory the same way, 0.14 ms (BENCHMARKS.md,
-/// "CUDA"). [`trim_pool`] gives the memory back (`namedtensor::storage::release_buffer_pool`).
-/// A device without memory pools (cudarc then allocates synchronously) is left as it is.
-#[cfg(not(feature = "cuda-emu"))]
-pub(crate) fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
+fn default_pool(
+    ctx: &CudaContext,
+) -> Result<Option<cudarc::driver::sys::CUmemoryPool>, DriverError> {
     use cudarc::driver::sys;
     let supported =
         ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?;
     if supported == 0 {
-        return Ok(());
+        return Ok(None);
     }
-    let pool = default_pool(ctx)?;
+    ctx.bind_to_thread()?;
+    let mut pool = std::ptr::null_mut();
+    // SAFETY: `pool` is a valid out-pointer; the device handle comes from a live context.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }.result()?;
+    Ok(Some(pool))
+}
+
+/// Makes the device's default memory pool keep memory that the library frees, for reuse by
+/// later allocations, instead of handing it back to the driver at every synchronisation (the
+/// pool's default release threshold is 0 bytes), as PyTorch's caching allocator keeps
+/// memory. It made no measurable difference in the H200 benchmarks (BENCHMARKS.md, "CUDA"),
+/// which allocate and free the same sizes in a loop; it spares remapping pages where the
+/// driver would otherwise release them. [`trim_pool`] gives the memory back
+/// (`namedtensor::storage::release_buffer_pool`).
+#[cfg(not(feature = "cuda-emu"))]
+pub(crate) fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
+    use cudarc::driver::sys;
+    let Some(pool) = default_pool(ctx)? else {
+        return Ok(());
+    };
     let mut threshold = u64::MAX;
     // SAFETY: the release threshold attribute takes a pointer to a u64, which `threshold` is.
     unsafe {
@@ -82,15 +87,11 @@ pub(crate) fn keep_freed_memory(ctx: &CudaContext) -> Result<(), DriverError> {
 /// use stays). The caller synchronises first, so that no freed buffer is still in use.
 #[cfg(not(feature = "cuda-emu"))]
 pub(crate) fn trim_pool(ctx: &CudaContext) -> Result<(), DriverError> {
-    use cudarc::driver::sys;
-    let supported =
-        ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?;
-    if supported == 0 {
+    let Some(pool) = default_pool(ctx)? else {
         return Ok(());
-    }
-    let pool = default_pool(ctx)?;
+    };
     // SAFETY: `pool` is the live default pool of this context's device.
-    unsafe { sys::cuMemPoolTrimTo(pool, 0) }.result()
+    unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool, 0) }.result()
 }
 
 /// The emulator frees device memory at once: nothing to configure.
