@@ -165,20 +165,23 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
     let mut out = take_buffer::<E>(total);
     let [a_rs, a_cs] = p.a_strides.map(|s| s as isize);
     let [b_rs, b_cs] = p.b_strides.map(|s| s as isize);
-    // Rows `row0..row0 + dst.len() / n` of the product whose operands start at `[oa, ob]`.
-    let product = |dst: &mut [MaybeUninit<E>],
-                   [oa, ob]: [usize; 2],
-                   row0: usize,
-                   parallelism: Parallelism| {
+    // Rows `row0..row0 + dst.len() / n` of the product whose operands start at `[oa, ob]`,
+    // with the rows of A read from `a` itself (through `a_strides`) or from a row-major copy.
+    let gemm_rows = |dst: &mut [MaybeUninit<E>],
+                     a: &[E],
+                     [a_rs, a_cs]: [isize; 2],
+                     ob: usize,
+                     parallelism: Parallelism| {
         let rows = dst.len() / n;
-        debug_assert!(dst.len() == rows * n && row0 + rows <= m);
-        // SAFETY: `gemm` reads A at `oa + (row0 + i)·a_rs + l·a_cs` and B at
-        // `ob + l·b_rs + j·b_cs` for i < rows, l < k, j < n: positions of the operands'
-        // layouts (row0 + i < m), which the caller checked against the storages `a` and `b`.
-        // It writes `dst[i·n + j]` for i < rows, j < n, all within `dst`. With
-        // `read_dst == false` it never reads `dst`, so the slots may be uninitialised, and it
-        // writes every one of them (k > 0 here). `E` is f32, f64 or f16 (half::f16, which is
-        // `gemm::f16`), the types `gemm` supports.
+        debug_assert!(dst.len() == rows * n);
+        debug_assert!(a.len() > (rows - 1) * a_rs as usize + (k - 1) * a_cs as usize);
+        // SAFETY: `gemm` reads A at `i·a_rs + l·a_cs` of `a` for i < rows, l < k, within
+        // `a` (asserted above; callers pass the operand from its first row on). It reads B
+        // at `ob + l·b_rs + j·b_cs` for l < k, j < n: positions of B's layout, which the
+        // caller checked against the storage `b`. It writes `dst[i·n + j]` for i < rows,
+        // j < n, all within `dst`. With `read_dst == false` it never reads `dst`, so the
+        // slots may be uninitialised, and it writes every one of them (k > 0 here). `E` is
+        // f32, f64 or f16 (half::f16, which is `gemm::f16`), the types `gemm` supports.
         unsafe {
             gemm::gemm(
                 rows,
@@ -188,7 +191,7 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
                 1,
                 n as isize,
                 false,
-                a.as_ptr().add(oa + row0 * p.a_strides[0]),
+                a.as_ptr(),
                 a_cs,
                 a_rs,
                 b.as_ptr().add(ob),
@@ -201,6 +204,27 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
                 false,
                 parallelism,
             )
+        }
+    };
+    let product = |dst: &mut [MaybeUninit<E>],
+                   [oa, ob]: [usize; 2],
+                   row0: usize,
+                   parallelism: Parallelism| {
+        let rows = dst.len() / n;
+        debug_assert!(row0 + rows <= m);
+        let first = oa + row0 * p.a_strides[0];
+        if gathers_left_rows::<E>(rows, n, k, p.a_strides[1], parallelism) {
+            with_scratch::<E, _>(rows * k, |copy| {
+                for (i, row) in copy.chunks_exact_mut(k).enumerate() {
+                    let start = first + i * p.a_strides[0];
+                    for (l, x) in row.iter_mut().enumerate() {
+                        *x = a[start + l * p.a_strides[1]];
+                    }
+                }
+                gemm_rows(dst, copy, [k as isize, 1], ob, parallelism)
+            })
+        } else {
+            gemm_rows(dst, &a[first..], [a_rs, a_cs], ob, parallelism)
         }
     };
     let slots = &mut out.spare_capacity_mut()[..total];
@@ -239,6 +263,63 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
     // element of every chunk (see `product`).
     unsafe { out.set_len(total) };
     out
+}
+
+/// Left operands of at most this many bytes are gathered row-major into the thread's
+/// [`with_scratch`] buffer when `gemm` would otherwise copy them itself (see
+/// [`gathers_left_rows`]); so each thread keeps at most this much per float type.
+const SCRATCH_MAX_BYTES: usize = 1 << 20;
+
+/// Whether [`gemm_batched`] copies `rows` rows of a left operand with column stride `a_cs`
+/// into the thread's scratch buffer before a single-threaded `gemm` call. `gemm` packs (copies)
+/// a left operand whose columns are strided (`a_cs != 1`, e.g. the `xᵀ` of a weight gradient
+/// `xᵀ · g`) unless the product has very few columns (under twice its register tile, 48 or
+/// 96 rows of `f32`), into a buffer it allocates and frees on every call: a training step's
+/// peak memory then holds a copy of `x` (BENCHMARKS.md, session 11). The same copy into a
+/// buffer that the thread keeps, as MKL keeps its workspace, costs the same and allocates
+/// nothing after the first call. Larger operands are left to `gemm`, whose packing is
+/// bounded by its cache blocking; multi-threaded calls too (their packing is shared).
+fn gathers_left_rows<E: Element>(
+    rows: usize,
+    n: usize,
+    k: usize,
+    a_cs: usize,
+    parallelism: Parallelism,
+) -> bool {
+    a_cs != 1
+        && n >= 64
+        && matches!(parallelism, Parallelism::None)
+        && rows
+            .saturating_mul(k)
+            .saturating_mul(std::mem::size_of::<E>())
+            <= SCRATCH_MAX_BYTES
+}
+
+/// Runs `f` on the calling thread's scratch buffer of `E`, at least `len` elements long
+/// (contents unspecified). The buffer is kept for the thread's next call: see
+/// [`gathers_left_rows`] for why, [`SCRATCH_MAX_BYTES`] for its bound. `E` is f32, f64 or f16.
+fn with_scratch<E: Element, R>(len: usize, f: impl FnOnce(&mut [E]) -> R) -> R {
+    type Buffers = (Vec<f32>, Vec<f64>, Vec<half::f16>);
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Buffers> = const {
+            std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new()))
+        };
+    }
+    SCRATCH.with_borrow_mut(|(b32, b64, b16)| {
+        let any: &mut dyn std::any::Any = match E::DTYPE {
+            DType::F32 => b32,
+            DType::F64 => b64,
+            DType::F16 => b16,
+            other => unreachable!("matmul scratch requested for {other}"),
+        };
+        let buffer = any
+            .downcast_mut::<Vec<E>>()
+            .expect("the buffer of E's own type");
+        if buffer.len() < len {
+            buffer.resize(len, E::ZERO);
+        }
+        f(&mut buffer[..len])
+    })
 }
 
 /// Columns of the output computed together: the `i64` accumulators of one block stay in L1.
@@ -357,5 +438,98 @@ mod batched_tests {
         let b = Layout::new(&[1 << 40, 3, 0], &[0, 1, 1], 0).unwrap();
         let (la, lb) = expanded(Layout::contiguous(&[2, 3]).unwrap(), b);
         assert!(batched(&la, &lb).offsets.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod gathered_left_tests {
+    use super::*;
+    use half::f16;
+
+    /// `Σ_l a[oa + i·ars + l·acs] · b[ob + l·brs + j·bcs]` for every product, in f64.
+    fn naive<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<f64> {
+        let mut out = Vec::new();
+        for &[oa, ob] in &p.offsets {
+            for i in 0..p.m {
+                for j in 0..p.n {
+                    let s = (0..p.k)
+                        .map(|l| {
+                            a[oa + i * p.a_strides[0] + l * p.a_strides[1]].to_f64()
+                                * b[ob + l * p.b_strides[0] + j * p.b_strides[1]].to_f64()
+                        })
+                        .sum::<f64>();
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    /// Values that are exact in every float type: small integers.
+    fn values<E: Element>(len: usize, seed: usize) -> Vec<E> {
+        (0..len)
+            .map(|i| E::from_f64(((i * 7 + seed) % 9) as f64 - 4.0))
+            .collect()
+    }
+
+    /// `xᵀ · g` as a weight gradient takes it: A is a transposed (column-major) `m × k`
+    /// view starting at `offset`, with `batches` products of A over one B each.
+    fn transposed_left<E: Element>(m: usize, n: usize, k: usize, offset: usize, batches: usize) {
+        let a = values::<E>(offset + batches * m * k, 1);
+        let b = values::<E>(batches * k * n, 2);
+        let p = Batched {
+            m,
+            n,
+            k,
+            a_strides: [1, m],
+            b_strides: [n, 1],
+            offsets: (0..batches)
+                .map(|t| [offset + t * m * k, t * k * n])
+                .collect(),
+        };
+        let got: Vec<f64> = gemm_batched(&a, &b, &p)
+            .iter()
+            .map(|x| x.to_f64())
+            .collect();
+        assert_eq!(got, naive(&a, &b, &p), "{} {m}×{k}·{k}×{n}", E::DTYPE);
+    }
+
+    #[test]
+    fn gathered_left_operands_give_the_naive_product() {
+        // The MLP's weight gradient (784 × 64 · 64 × 256) is gathered; so are offset and
+        // batched ones, whose bands start inside a product.
+        assert!(gathers_left_rows::<f32>(
+            784,
+            256,
+            64,
+            784,
+            Parallelism::None
+        ));
+        transposed_left::<f32>(784, 256, 64, 0, 1);
+        transposed_left::<f32>(37, 70, 19, 5, 3);
+        transposed_left::<f64>(40, 64, 33, 3, 2);
+        transposed_left::<f16>(20, 96, 8, 1, 2);
+        // Too few columns (gemm reads A in place) or too large: not gathered, same results.
+        assert!(!gathers_left_rows::<f32>(37, 63, 19, 37, Parallelism::None));
+        transposed_left::<f32>(37, 63, 19, 0, 2);
+        assert!(!gathers_left_rows::<f64>(
+            600,
+            64,
+            300,
+            600,
+            Parallelism::None
+        ));
+        transposed_left::<f64>(600, 64, 300, 0, 1);
+    }
+
+    #[test]
+    fn scratch_buffers_are_kept_per_type_and_grow() {
+        with_scratch::<f32, _>(10, |s| s.fill(1.0));
+        with_scratch::<f64, _>(4, |s| assert_eq!(s.len(), 4));
+        // The f32 buffer kept its contents and grows on demand.
+        with_scratch::<f32, _>(12, |s| {
+            assert_eq!(s.len(), 12);
+            assert_eq!(&s[..10], &[1.0; 10]);
+        });
     }
 }
