@@ -66,9 +66,10 @@ where
 /// Continues [`DimEq`] after the first digit: [`B0`] stops, [`B1`] compares whole ids.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "cannot tell whether `{A}` and `{B}` are the same dimension: one of them is a generic type parameter",
+    message = "cannot tell whether `{A}` and `{B}` are the same dimension: one of them is a generic type parameter; state the bound that needs it (see the notes)",
     label = "dimension equality unknown here",
-    note = "add the operation's trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>`"
+    note = "a tensor type whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` for `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
+    note = "a named operation on a generic shape needs its trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>` for `x.sum::<D>()`: see \"Generic code\" in the docs of `namedtensor::named`"
 )]
 pub trait DimEqRest<A, B> {
     type Out: Bool;

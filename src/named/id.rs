@@ -84,9 +84,10 @@ pub trait Digit {
 /// assert!(!<<X3 as DigitEq<X4>>::Out as Bool>::VALUE);
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "cannot tell whether two dimensions are equal: one of them is a generic type parameter",
+    message = "cannot tell whether two dimensions are equal: one of them is a generic type parameter; state the bound that needs it (see the notes)",
     label = "dimension equality unknown here",
-    note = "add the operation's trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>`"
+    note = "a tensor type whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` for `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
+    note = "a named operation on a generic shape needs its trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>` for `x.sum::<D>()`: see \"Generic code\" in the docs of `namedtensor::named`"
 )]
 pub trait DigitEq<Other> {
     /// [`B1`] if the digits are equal.
@@ -168,9 +169,10 @@ impl<D: Digit, R: TypeLevelId> TypeLevelId for I<D, R> {
 /// assert!(!<<I<X1, IEnd> as IdEq<I<X2, IEnd>>>::Out as Bool>::VALUE);
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "cannot tell whether two dimensions are equal: one of them is a generic type parameter",
+    message = "cannot tell whether two dimensions are equal: one of them is a generic type parameter; state the bound that needs it (see the notes)",
     label = "dimension equality unknown here",
-    note = "add the operation's trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>`"
+    note = "a tensor type whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` for `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
+    note = "a named operation on a generic shape needs its trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>` for `x.sum::<D>()`: see \"Generic code\" in the docs of `namedtensor::named`"
 )]
 pub trait IdEq<Other> {
     /// [`B1`] if the ids are equal.

@@ -22,6 +22,24 @@ use super::dim::{Dim, DimEq, NoDim};
 use super::logic::{B0, B1, Bool};
 use super::shape::AsList;
 
+/// Declares a trait of the list algebra, with the error that generic code sees when it calls
+/// a named operation without stating that operation's bound. The algebra is total on the
+/// lists of concrete shapes (each trait is implemented for every list of dimension types),
+/// so one of these traits is unimplemented only for the list of a generic shape, whose
+/// elements the compiler cannot know: exactly when the bound is missing.
+macro_rules! list_trait {
+    ($(#[$attr:meta])* pub trait $name:ident $(<$($param:ident),+>)? { $($body:tt)* }) => {
+        $(#[$attr])*
+        #[diagnostic::on_unimplemented(
+            message = "a named operation on a generic shape needs its bound: add it to the `where` clause, e.g. `S: ReduceOver<D>` for `x.sum::<D>()`",
+            label = "the dims of a generic shape are not known here",
+            note = "every named operation has a trait to state in generic code, whose `Out` is the result's dims: `HasDim<D>` (size, softmax, narrow, cumsum, cat), `ReduceOver<R>` (sum, mean, var, …), `RemoveDim<D>` (select, unbind, max along a dim), `Contract<K, S2>` (dot), `MatMul<S2>` (matmul), `Broadcast<S2>` (arithmetic), `AlignTo<T>`, `PermuteTo<T>`, `Rename<Old, New>`, `ReplaceDim<D, With>` (split), `MergeDims<Src, New>` (merge), `MaskDims<R>`: see \"Generic code\" in the docs of `namedtensor::named`",
+            note = "the bound rustc suggests below is the library's internal list algebra: state the operation's trait instead"
+        )]
+        pub trait $name $(<$($param),+>)? { $($body)* }
+    };
+}
+
 pub use frunk::hlist::{HCons, HNil};
 
 /// The list form of a shape: `ListOf<(A, B)>` is `HCons<A, HCons<B, HNil>>`.
@@ -44,18 +62,20 @@ pub type ListOf<S> = <S as AsList>::List;
 /// ```
 pub struct Joined<L1, L2>(core::marker::PhantomData<(L1, L2)>);
 
-/// Is `D` in the list? [`B1`] or [`B0`].
-///
-/// ```
-/// use namedtensor::named::list::{Contains, ListOf};
-/// use namedtensor::named::logic::Bool;
-/// namedtensor::dims! { A, B, C }
-/// assert!(<<ListOf<(A, B)> as Contains<B>>::Out as Bool>::VALUE);
-/// assert!(!<<ListOf<(A, B)> as Contains<C>>::Out as Bool>::VALUE);
-/// ```
-pub trait Contains<D> {
-    /// [`B1`] if `D` is an element.
-    type Out: Bool;
+list_trait! {
+    /// Is `D` in the list? [`B1`] or [`B0`].
+    ///
+    /// ```
+    /// use namedtensor::named::list::{Contains, ListOf};
+    /// use namedtensor::named::logic::Bool;
+    /// namedtensor::dims! { A, B, C }
+    /// assert!(<<ListOf<(A, B)> as Contains<B>>::Out as Bool>::VALUE);
+    /// assert!(!<<ListOf<(A, B)> as Contains<C>>::Out as Bool>::VALUE);
+    /// ```
+    pub trait Contains<D> {
+        /// [`B1`] if `D` is an element.
+        type Out: Bool;
+    }
 }
 
 impl<D> Contains<D> for HNil {
@@ -70,17 +90,19 @@ impl<L1: Contains<D>, L2: Contains<D>, D> Contains<D> for Joined<L1, L2> {
     type Out = <<L1 as Contains<D>>::Out as Bool>::Or<<L2 as Contains<D>>::Out>;
 }
 
-/// The list without (the first occurrence of) `D`; unchanged if `D` is absent.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, Remove};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Remove<B>>::Out>>(), ["A", "C"]);
-/// ```
-pub trait Remove<D> {
-    /// The remaining list.
-    type Out;
+list_trait! {
+    /// The list without (the first occurrence of) `D`; unchanged if `D` is absent.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, Remove};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Remove<B>>::Out>>(), ["A", "C"]);
+    /// ```
+    pub trait Remove<D> {
+        /// The remaining list.
+        type Out;
+    }
 }
 
 impl<D> Remove<D> for HNil {
@@ -91,17 +113,19 @@ impl<H: DimEq<D>, T: Remove<D>, D> Remove<D> for HCons<H, T> {
     type Out = <<H as DimEq<D>>::Out as Bool>::If<T, HCons<H, <T as Remove<D>>::Out>>;
 }
 
-/// The list with `Old` replaced by `New` in place (renaming).
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, Replace};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C, Z }
-/// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Replace<B, Z>>::Out>>(), ["A", "Z", "C"]);
-/// ```
-pub trait Replace<Old, New> {
-    /// The renamed list.
-    type Out;
+list_trait! {
+    /// The list with `Old` replaced by `New` in place (renaming).
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, Replace};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C, Z }
+    /// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Replace<B, Z>>::Out>>(), ["A", "Z", "C"]);
+    /// ```
+    pub trait Replace<Old, New> {
+        /// The renamed list.
+        type Out;
+    }
 }
 
 impl<Old, New> Replace<Old, New> for HNil {
@@ -115,19 +139,21 @@ impl<H: DimEq<Old>, T: Replace<Old, New>, Old, New> Replace<Old, New> for HCons<
     >;
 }
 
-/// The list with `D` replaced in place by the elements of the list `With` (splitting a
-/// dimension, or `index_select` splicing in the index's dimensions).
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, Splice};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C, X, Y }
-/// type Out = <ListOf<(A, B, C)> as Splice<B, ListOf<(X, Y)>>>::Out;
-/// assert_eq!(names::<Tuple<Out>>(), ["A", "X", "Y", "C"]);
-/// ```
-pub trait Splice<D, With> {
-    /// The list with `With` in place of `D`.
-    type Out;
+list_trait! {
+    /// The list with `D` replaced in place by the elements of the list `With` (splitting a
+    /// dimension, or `index_select` splicing in the index's dimensions).
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, Splice};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C, X, Y }
+    /// type Out = <ListOf<(A, B, C)> as Splice<B, ListOf<(X, Y)>>>::Out;
+    /// assert_eq!(names::<Tuple<Out>>(), ["A", "X", "Y", "C"]);
+    /// ```
+    pub trait Splice<D, With> {
+        /// The list with `With` in place of `D`.
+        type Out;
+    }
 }
 
 impl<D, With> Splice<D, With> for HNil {
@@ -141,17 +167,19 @@ impl<H: DimEq<D>, T: Splice<D, With>, D, With: Concat<T>> Splice<D, With> for HC
     >;
 }
 
-/// `Self` followed by `L`.
-///
-/// ```
-/// use namedtensor::named::list::{Concat, ListOf};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// assert_eq!(names::<Tuple<<ListOf<(A,)> as Concat<ListOf<(B, C)>>>::Out>>(), ["A", "B", "C"]);
-/// ```
-pub trait Concat<L> {
-    /// The concatenation.
-    type Out;
+list_trait! {
+    /// `Self` followed by `L`.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{Concat, ListOf};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// assert_eq!(names::<Tuple<<ListOf<(A,)> as Concat<ListOf<(B, C)>>>::Out>>(), ["A", "B", "C"]);
+    /// ```
+    pub trait Concat<L> {
+        /// The concatenation.
+        type Out;
+    }
 }
 
 impl<L> Concat<L> for HNil {
@@ -162,17 +190,19 @@ impl<H, T: Concat<L>, L> Concat<L> for HCons<H, T> {
     type Out = HCons<H, <T as Concat<L>>::Out>;
 }
 
-/// The elements of `Self` that are not in `L`, in `Self`'s order.
-///
-/// ```
-/// use namedtensor::named::list::{Diff, ListOf};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Diff<ListOf<(C, A)>>>::Out>>(), ["B"]);
-/// ```
-pub trait Diff<L> {
-    /// `Self \ L`.
-    type Out;
+list_trait! {
+    /// The elements of `Self` that are not in `L`, in `Self`'s order.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{Diff, ListOf};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// assert_eq!(names::<Tuple<<ListOf<(A, B, C)> as Diff<ListOf<(C, A)>>>::Out>>(), ["B"]);
+    /// ```
+    pub trait Diff<L> {
+        /// `Self \ L`.
+        type Out;
+    }
 }
 
 impl<L> Diff<L> for HNil {
@@ -184,22 +214,24 @@ impl<H, T: Diff<L>, L: Contains<H>> Diff<L> for HCons<H, T> {
         <<L as Contains<H>>::Out as Bool>::If<<T as Diff<L>>::Out, HCons<H, <T as Diff<L>>::Out>>;
 }
 
-/// Splits the list by membership in `L`, keeping the order: `In` has the elements that
-/// are in `L`, `Out` the others.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, Partition};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C, D }
-/// type L = ListOf<(A, B, C, D)>;
-/// assert_eq!(names::<Tuple<<L as Partition<ListOf<(D, B)>>>::In>>(), ["B", "D"]);
-/// assert_eq!(names::<Tuple<<L as Partition<ListOf<(D, B)>>>::Out>>(), ["A", "C"]);
-/// ```
-pub trait Partition<L> {
-    /// The elements in `L`.
-    type In;
-    /// The elements not in `L`.
-    type Out;
+list_trait! {
+    /// Splits the list by membership in `L`, keeping the order: `In` has the elements that
+    /// are in `L`, `Out` the others.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, Partition};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C, D }
+    /// type L = ListOf<(A, B, C, D)>;
+    /// assert_eq!(names::<Tuple<<L as Partition<ListOf<(D, B)>>>::In>>(), ["B", "D"]);
+    /// assert_eq!(names::<Tuple<<L as Partition<ListOf<(D, B)>>>::Out>>(), ["A", "C"]);
+    /// ```
+    pub trait Partition<L> {
+        /// The elements in `L`.
+        type In;
+        /// The elements not in `L`.
+        type Out;
+    }
 }
 
 impl<L> Partition<L> for HNil {
@@ -218,17 +250,19 @@ impl<H, T: Partition<L>, L: Contains<H>> Partition<L> for HCons<H, T> {
     >;
 }
 
-/// `Self` followed by the elements of `L` it lacks: the by-name broadcasting order.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, Union};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// assert_eq!(names::<Tuple<<ListOf<(B, A)> as Union<ListOf<(C, A)>>>::Out>>(), ["B", "A", "C"]);
-/// ```
-pub trait Union<L> {
-    /// `Self ++ (L \ Self)`.
-    type Out;
+list_trait! {
+    /// `Self` followed by the elements of `L` it lacks: the by-name broadcasting order.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, Union};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// assert_eq!(names::<Tuple<<ListOf<(B, A)> as Union<ListOf<(C, A)>>>::Out>>(), ["B", "A", "C"]);
+    /// ```
+    pub trait Union<L> {
+        /// `Self ++ (L \ Self)`.
+        type Out;
+    }
 }
 
 impl<S, L> Union<L> for S
@@ -239,18 +273,20 @@ where
     type Out = <S as Concat<<L as Diff<S>>::Out>>::Out;
 }
 
-/// The first element of `Self` that is not in `L` (a set, which may be [`Joined`]),
-/// or [`Pass`].
-///
-/// ```
-/// use namedtensor::named::list::{FirstNotIn, ListOf};
-/// namedtensor::dims! { A, B, C }
-/// let _: core::marker::PhantomData<<ListOf<(A, B, C)> as FirstNotIn<ListOf<(A,)>>>::Out> =
-///     core::marker::PhantomData::<B>;
-/// ```
-pub trait FirstNotIn<L> {
-    /// The witness.
-    type Out;
+list_trait! {
+    /// The first element of `Self` that is not in `L` (a set, which may be [`Joined`]),
+    /// or [`Pass`].
+    ///
+    /// ```
+    /// use namedtensor::named::list::{FirstNotIn, ListOf};
+    /// namedtensor::dims! { A, B, C }
+    /// let _: core::marker::PhantomData<<ListOf<(A, B, C)> as FirstNotIn<ListOf<(A,)>>>::Out> =
+    ///     core::marker::PhantomData::<B>;
+    /// ```
+    pub trait FirstNotIn<L> {
+        /// The witness.
+        type Out;
+    }
 }
 
 impl<L> FirstNotIn<L> for HNil {
@@ -261,19 +297,21 @@ impl<H, T: FirstNotIn<L>, L: Contains<H>> FirstNotIn<L> for HCons<H, T> {
     type Out = <<L as Contains<H>>::Out as Bool>::If<<T as FirstNotIn<L>>::Out, H>;
 }
 
-/// The first element of `Self` that *is* in `L`, or [`Pass`] (used to find a private
-/// dimension where none may appear).
-///
-/// ```
-/// use namedtensor::named::list::{FirstIn, ListOf};
-/// use namedtensor::named::Pass;
-/// namedtensor::dims! { A, B, C }
-/// let _: core::marker::PhantomData<<ListOf<(A, B)> as FirstIn<ListOf<(C,)>>>::Out> =
-///     core::marker::PhantomData::<Pass>;
-/// ```
-pub trait FirstIn<L> {
-    /// The witness.
-    type Out;
+list_trait! {
+    /// The first element of `Self` that *is* in `L`, or [`Pass`] (used to find a private
+    /// dimension where none may appear).
+    ///
+    /// ```
+    /// use namedtensor::named::list::{FirstIn, ListOf};
+    /// use namedtensor::named::Pass;
+    /// namedtensor::dims! { A, B, C }
+    /// let _: core::marker::PhantomData<<ListOf<(A, B)> as FirstIn<ListOf<(C,)>>>::Out> =
+    ///     core::marker::PhantomData::<Pass>;
+    /// ```
+    pub trait FirstIn<L> {
+        /// The witness.
+        type Out;
+    }
 }
 
 impl<L> FirstIn<L> for HNil {
@@ -284,17 +322,19 @@ impl<H, T: FirstIn<L>, L: Contains<H>> FirstIn<L> for HCons<H, T> {
     type Out = <<L as Contains<H>>::Out as Bool>::If<H, <T as FirstIn<L>>::Out>;
 }
 
-/// The first element that occurs again later in the list, or [`Pass`].
-///
-/// ```
-/// use namedtensor::named::list::{FindDup, HCons, HNil};
-/// namedtensor::dims! { A, B }
-/// type L = HCons<A, HCons<B, HCons<A, HNil>>>;
-/// let _: core::marker::PhantomData<<L as FindDup>::Out> = core::marker::PhantomData::<A>;
-/// ```
-pub trait FindDup {
-    /// The witness.
-    type Out;
+list_trait! {
+    /// The first element that occurs again later in the list, or [`Pass`].
+    ///
+    /// ```
+    /// use namedtensor::named::list::{FindDup, HCons, HNil};
+    /// namedtensor::dims! { A, B }
+    /// type L = HCons<A, HCons<B, HCons<A, HNil>>>;
+    /// let _: core::marker::PhantomData<<L as FindDup>::Out> = core::marker::PhantomData::<A>;
+    /// ```
+    pub trait FindDup {
+        /// The witness.
+        type Out;
+    }
 }
 
 impl FindDup for HNil {
@@ -305,22 +345,24 @@ impl<H, T: Contains<H> + FindDup> FindDup for HCons<H, T> {
     type Out = <<T as Contains<H>>::Out as Bool>::If<H, <T as FindDup>::Out>;
 }
 
-/// Splits the list after `D`: `Prefix` is everything up to and including `D`, `Rest`
-/// what follows (masking with `mask_to`).
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, SplitAfter};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// type L = ListOf<(A, B, C)>;
-/// assert_eq!(names::<Tuple<<L as SplitAfter<B>>::Prefix>>(), ["A", "B"]);
-/// assert_eq!(names::<Tuple<<L as SplitAfter<B>>::Rest>>(), ["C"]);
-/// ```
-pub trait SplitAfter<D> {
-    /// Up to and including `D`.
-    type Prefix;
-    /// After `D`.
-    type Rest;
+list_trait! {
+    /// Splits the list after `D`: `Prefix` is everything up to and including `D`, `Rest`
+    /// what follows (masking with `mask_to`).
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, SplitAfter};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// type L = ListOf<(A, B, C)>;
+    /// assert_eq!(names::<Tuple<<L as SplitAfter<B>>::Prefix>>(), ["A", "B"]);
+    /// assert_eq!(names::<Tuple<<L as SplitAfter<B>>::Rest>>(), ["C"]);
+    /// ```
+    pub trait SplitAfter<D> {
+        /// Up to and including `D`.
+        type Prefix;
+        /// After `D`.
+        type Rest;
+    }
 }
 
 impl<D> SplitAfter<D> for HNil {
@@ -334,20 +376,22 @@ impl<H: DimEq<D>, T: SplitAfter<D>, D> SplitAfter<D> for HCons<H, T> {
     type Rest = <<H as DimEq<D>>::Out as Bool>::If<T, <T as SplitAfter<D>>::Rest>;
 }
 
-/// Does the list start with the elements of `Run`? `Rest` is what follows them.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, StripPrefix};
-/// use namedtensor::named::logic::Bool;
-/// namedtensor::dims! { A, B, C }
-/// assert!(<<ListOf<(A, B, C)> as StripPrefix<ListOf<(A, B)>>>::Found as Bool>::VALUE);
-/// assert!(!<<ListOf<(A, B, C)> as StripPrefix<ListOf<(B,)>>>::Found as Bool>::VALUE);
-/// ```
-pub trait StripPrefix<Run> {
-    /// [`B1`] if `Run` is a prefix.
-    type Found: Bool;
-    /// The list after the prefix (meaningful only if found).
-    type Rest;
+list_trait! {
+    /// Does the list start with the elements of `Run`? `Rest` is what follows them.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, StripPrefix};
+    /// use namedtensor::named::logic::Bool;
+    /// namedtensor::dims! { A, B, C }
+    /// assert!(<<ListOf<(A, B, C)> as StripPrefix<ListOf<(A, B)>>>::Found as Bool>::VALUE);
+    /// assert!(!<<ListOf<(A, B, C)> as StripPrefix<ListOf<(B,)>>>::Found as Bool>::VALUE);
+    /// ```
+    pub trait StripPrefix<Run> {
+        /// [`B1`] if `Run` is a prefix.
+        type Found: Bool;
+        /// The list after the prefix (meaningful only if found).
+        type Rest;
+    }
 }
 
 impl<L> StripPrefix<HNil> for L {
@@ -365,23 +409,25 @@ impl<H: DimEq<R>, T: StripPrefix<Rs>, R, Rs> StripPrefix<HCons<R, Rs>> for HCons
     type Rest = <T as StripPrefix<Rs>>::Rest;
 }
 
-/// Replaces the first run of consecutive elements equal to `Run` by the single element
-/// `New` (merging adjacent dimensions). `Found` tells whether the run occurs.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, ReplaceRun};
-/// use namedtensor::named::logic::Bool;
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C, D, N }
-/// type L = ListOf<(A, B, C, D)>;
-/// assert_eq!(names::<Tuple<<L as ReplaceRun<ListOf<(B, C)>, N>>::Out>>(), ["A", "N", "D"]);
-/// assert!(!<<L as ReplaceRun<ListOf<(B, D)>, N>>::Found as Bool>::VALUE);
-/// ```
-pub trait ReplaceRun<Run, New> {
-    /// [`B1`] if the run occurs.
-    type Found: Bool;
-    /// The list with the run replaced (unchanged if not found).
-    type Out;
+list_trait! {
+    /// Replaces the first run of consecutive elements equal to `Run` by the single element
+    /// `New` (merging adjacent dimensions). `Found` tells whether the run occurs.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, ReplaceRun};
+    /// use namedtensor::named::logic::Bool;
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C, D, N }
+    /// type L = ListOf<(A, B, C, D)>;
+    /// assert_eq!(names::<Tuple<<L as ReplaceRun<ListOf<(B, C)>, N>>::Out>>(), ["A", "N", "D"]);
+    /// assert!(!<<L as ReplaceRun<ListOf<(B, D)>, N>>::Found as Bool>::VALUE);
+    /// ```
+    pub trait ReplaceRun<Run, New> {
+        /// [`B1`] if the run occurs.
+        type Found: Bool;
+        /// The list with the run replaced (unchanged if not found).
+        type Out;
+    }
 }
 
 impl<Run, New> ReplaceRun<Run, New> for HNil {
@@ -402,22 +448,24 @@ where
     >;
 }
 
-/// The first element and the rest of a list; for [`HNil`], [`NoDim`] and `HNil`.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, Uncons};
-/// use namedtensor::named::logic::Bool;
-/// namedtensor::dims! { A, B }
-/// let _: core::marker::PhantomData<<ListOf<(A, B)> as Uncons>::Head> = core::marker::PhantomData::<A>;
-/// assert!(!<<ListOf<()> as Uncons>::NonEmpty as Bool>::VALUE);
-/// ```
-pub trait Uncons {
-    /// The first element.
-    type Head;
-    /// The other elements.
-    type Tail;
-    /// [`B1`] unless the list is empty.
-    type NonEmpty: Bool;
+list_trait! {
+    /// The first element and the rest of a list; for [`HNil`], [`NoDim`] and `HNil`.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, Uncons};
+    /// use namedtensor::named::logic::Bool;
+    /// namedtensor::dims! { A, B }
+    /// let _: core::marker::PhantomData<<ListOf<(A, B)> as Uncons>::Head> = core::marker::PhantomData::<A>;
+    /// assert!(!<<ListOf<()> as Uncons>::NonEmpty as Bool>::VALUE);
+    /// ```
+    pub trait Uncons {
+        /// The first element.
+        type Head;
+        /// The other elements.
+        type Tail;
+        /// [`B1`] unless the list is empty.
+        type NonEmpty: Bool;
+    }
 }
 
 impl Uncons for HNil {
@@ -432,28 +480,30 @@ impl<H, T> Uncons for HCons<H, T> {
     type NonEmpty = B1;
 }
 
-/// The list split before its last two elements: `Init`, `Second` (second-to-last) and
-/// `Last`. `Ok` is [`B0`] for lists shorter than two, whose missing elements are
-/// [`NoDim`].
-///
-/// ```
-/// use namedtensor::named::list::{LastTwo, ListOf};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// type L = ListOf<(A, B, C)>;
-/// assert_eq!(names::<Tuple<<L as LastTwo>::Init>>(), ["A"]);
-/// let _: core::marker::PhantomData<(<L as LastTwo>::Second, <L as LastTwo>::Last)> =
-///     core::marker::PhantomData::<(B, C)>;
-/// ```
-pub trait LastTwo {
-    /// All but the last two.
-    type Init;
-    /// The second-to-last element.
-    type Second;
-    /// The last element.
-    type Last;
-    /// [`B1`] if the list has at least two elements.
-    type Ok: Bool;
+list_trait! {
+    /// The list split before its last two elements: `Init`, `Second` (second-to-last) and
+    /// `Last`. `Ok` is [`B0`] for lists shorter than two, whose missing elements are
+    /// [`NoDim`].
+    ///
+    /// ```
+    /// use namedtensor::named::list::{LastTwo, ListOf};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// type L = ListOf<(A, B, C)>;
+    /// assert_eq!(names::<Tuple<<L as LastTwo>::Init>>(), ["A"]);
+    /// let _: core::marker::PhantomData<(<L as LastTwo>::Second, <L as LastTwo>::Last)> =
+    ///     core::marker::PhantomData::<(B, C)>;
+    /// ```
+    pub trait LastTwo {
+        /// All but the last two.
+        type Init;
+        /// The second-to-last element.
+        type Second;
+        /// The last element.
+        type Last;
+        /// [`B1`] if the list has at least two elements.
+        type Ok: Bool;
+    }
 }
 
 /// The reversed list without its first two elements (the last two of the list).
@@ -474,17 +524,19 @@ where
     type Ok = <<Reversed<L> as Uncons>::Tail as Uncons>::NonEmpty;
 }
 
-/// The list reversed and put in front of `Acc`; [`Reversed`] is the plain reversal.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, Reversed};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// assert_eq!(names::<Tuple<Reversed<ListOf<(A, B, C)>>>>(), ["C", "B", "A"]);
-/// ```
-pub trait ReverseOnto<Acc> {
-    /// `reverse(Self) ++ Acc`.
-    type Out;
+list_trait! {
+    /// The list reversed and put in front of `Acc`; [`Reversed`] is the plain reversal.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, Reversed};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// assert_eq!(names::<Tuple<Reversed<ListOf<(A, B, C)>>>>(), ["C", "B", "A"]);
+    /// ```
+    pub trait ReverseOnto<Acc> {
+        /// `reverse(Self) ++ Acc`.
+        type Out;
+    }
 }
 
 impl<Acc> ReverseOnto<Acc> for HNil {
@@ -505,22 +557,24 @@ impl<H, T: ReverseOnto<HCons<H, Acc>>, Acc> ReverseOnto<Acc> for HCons<H, T> {
 /// ```
 pub type Reversed<L> = <L as ReverseOnto<HNil>>::Out;
 
-/// PyTorch's positional rule on two *reversed* lists: elements at the same position
-/// must be equal; the longer list's extra elements are kept. `Mismatch` is [`Pass`] or
-/// the first offending pair `(lhs, rhs)`.
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, ZipFromRight, Reversed};
-/// use namedtensor::named::{names, Tuple};
-/// namedtensor::dims! { A, B, C }
-/// type Zip = <Reversed<ListOf<(A, B, C)>> as ZipFromRight<Reversed<ListOf<(B, C)>>>>::Out;
-/// assert_eq!(names::<Tuple<Reversed<Zip>>>(), ["A", "B", "C"]);
-/// ```
-pub trait ZipFromRight<L> {
-    /// The merged (reversed) list.
-    type Out;
-    /// [`Pass`] or `(lhs, rhs)`.
-    type Mismatch;
+list_trait! {
+    /// PyTorch's positional rule on two *reversed* lists: elements at the same position
+    /// must be equal; the longer list's extra elements are kept. `Mismatch` is [`Pass`] or
+    /// the first offending pair `(lhs, rhs)`.
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, ZipFromRight, Reversed};
+    /// use namedtensor::named::{names, Tuple};
+    /// namedtensor::dims! { A, B, C }
+    /// type Zip = <Reversed<ListOf<(A, B, C)>> as ZipFromRight<Reversed<ListOf<(B, C)>>>>::Out;
+    /// assert_eq!(names::<Tuple<Reversed<Zip>>>(), ["A", "B", "C"]);
+    /// ```
+    pub trait ZipFromRight<L> {
+        /// The merged (reversed) list.
+        type Out;
+        /// [`Pass`] or `(lhs, rhs)`.
+        type Mismatch;
+    }
 }
 
 impl<L> ZipFromRight<L> for HNil {
@@ -539,16 +593,18 @@ impl<H1: DimEq<H2>, T1: ZipFromRight<T2>, H2, T2> ZipFromRight<HCons<H2, T2>> fo
         <<H1 as DimEq<H2>>::Out as Bool>::If<<T1 as ZipFromRight<T2>>::Mismatch, (H1, H2)>;
 }
 
-/// Is the list empty?
-///
-/// ```
-/// use namedtensor::named::list::{IsEmpty, ListOf};
-/// use namedtensor::named::logic::Bool;
-/// assert!(<<ListOf<()> as IsEmpty>::Out as Bool>::VALUE);
-/// ```
-pub trait IsEmpty {
-    /// [`B1`] for [`HNil`].
-    type Out: Bool;
+list_trait! {
+    /// Is the list empty?
+    ///
+    /// ```
+    /// use namedtensor::named::list::{IsEmpty, ListOf};
+    /// use namedtensor::named::logic::Bool;
+    /// assert!(<<ListOf<()> as IsEmpty>::Out as Bool>::VALUE);
+    /// ```
+    pub trait IsEmpty {
+        /// [`B1`] for [`HNil`].
+        type Out: Bool;
+    }
 }
 
 impl IsEmpty for HNil {
@@ -559,18 +615,20 @@ impl<H, T> IsEmpty for HCons<H, T> {
     type Out = B0;
 }
 
-/// Are the two lists equal, element by element?
-///
-/// ```
-/// use namedtensor::named::list::{ListOf, SameList};
-/// use namedtensor::named::logic::Bool;
-/// namedtensor::dims! { A, B }
-/// assert!(<<ListOf<(A, B)> as SameList<ListOf<(A, B)>>>::Out as Bool>::VALUE);
-/// assert!(!<<ListOf<(A, B)> as SameList<ListOf<(B, A)>>>::Out as Bool>::VALUE);
-/// ```
-pub trait SameList<L> {
-    /// [`B1`] if equal.
-    type Out: Bool;
+list_trait! {
+    /// Are the two lists equal, element by element?
+    ///
+    /// ```
+    /// use namedtensor::named::list::{ListOf, SameList};
+    /// use namedtensor::named::logic::Bool;
+    /// namedtensor::dims! { A, B }
+    /// assert!(<<ListOf<(A, B)> as SameList<ListOf<(A, B)>>>::Out as Bool>::VALUE);
+    /// assert!(!<<ListOf<(A, B)> as SameList<ListOf<(B, A)>>>::Out as Bool>::VALUE);
+    /// ```
+    pub trait SameList<L> {
+        /// [`B1`] if equal.
+        type Out: Bool;
+    }
 }
 
 impl SameList<HNil> for HNil {
@@ -589,17 +647,19 @@ impl<H1: DimEq<H2>, T1: SameList<T2>, H2, T2> SameList<HCons<H2, T2>> for HCons<
     type Out = <<H1 as DimEq<H2>>::Out as Bool>::And<<T1 as SameList<T2>>::Out>;
 }
 
-/// Is a witness [`Pass`]? [`B1`] for `Pass`, [`B0`] for a dimension.
-///
-/// ```
-/// use namedtensor::named::list::IsPass;
-/// use namedtensor::named::{logic::Bool, Pass};
-/// namedtensor::dims! { A }
-/// assert!(<<Pass as IsPass>::Out as Bool>::VALUE && !<<A as IsPass>::Out as Bool>::VALUE);
-/// ```
-pub trait IsPass {
-    /// The answer.
-    type Out: Bool;
+list_trait! {
+    /// Is a witness [`Pass`]? [`B1`] for `Pass`, [`B0`] for a dimension.
+    ///
+    /// ```
+    /// use namedtensor::named::list::IsPass;
+    /// use namedtensor::named::{logic::Bool, Pass};
+    /// namedtensor::dims! { A }
+    /// assert!(<<Pass as IsPass>::Out as Bool>::VALUE && !<<A as IsPass>::Out as Bool>::VALUE);
+    /// ```
+    pub trait IsPass {
+        /// The answer.
+        type Out: Bool;
+    }
 }
 
 impl IsPass for Pass {
@@ -610,19 +670,21 @@ impl<D: Dim> IsPass for D {
     type Out = B0;
 }
 
-/// The witness `W` if `Self` is [`Pass`], otherwise `Pass`: checks a rule only when an
-/// earlier rule held, so one mistake gives one error.
-///
-/// ```
-/// use namedtensor::named::list::AfterPass;
-/// use namedtensor::named::Pass;
-/// namedtensor::dims! { A, B }
-/// let _: core::marker::PhantomData<<Pass as AfterPass<B>>::Out> = core::marker::PhantomData::<B>;
-/// let _: core::marker::PhantomData<<A as AfterPass<B>>::Out> = core::marker::PhantomData::<Pass>;
-/// ```
-pub trait AfterPass<W> {
-    /// The gated witness.
-    type Out;
+list_trait! {
+    /// The witness `W` if `Self` is [`Pass`], otherwise `Pass`: checks a rule only when an
+    /// earlier rule held, so one mistake gives one error.
+    ///
+    /// ```
+    /// use namedtensor::named::list::AfterPass;
+    /// use namedtensor::named::Pass;
+    /// namedtensor::dims! { A, B }
+    /// let _: core::marker::PhantomData<<Pass as AfterPass<B>>::Out> = core::marker::PhantomData::<B>;
+    /// let _: core::marker::PhantomData<<A as AfterPass<B>>::Out> = core::marker::PhantomData::<Pass>;
+    /// ```
+    pub trait AfterPass<W> {
+        /// The gated witness.
+        type Out;
+    }
 }
 
 impl<W> AfterPass<W> for Pass {

@@ -35,7 +35,64 @@
 //! - Every operation trait takes the tensor's private dims as a parameter defaulting to
 //!   `()`, and binary operations take both operands' (see [`MaskTo`]).
 //! - Generic code states the operation it needs as a bound on the whole shape,
-//!   `where S: ReduceOver<Seq>`, and works for any shape that has `Seq`.
+//!   `where S: ReduceOver<Seq>`, and works for any shape that has `Seq` (next section).
+//!
+//! # Generic code
+//!
+//! A function or type that is generic over dims states, for each named operation it calls,
+//! that operation's trait as a bound, and takes the result's dims from the trait's `Out`:
+//!
+//! | operation | bound |
+//! |---|---|
+//! | `size`, `softmax`, `log_softmax`, `narrow`, `cumsum`, `cat` | `S: HasDim<D>` |
+//! | `sum`, `mean`, `var`, `std`, … over `R` (a dim or a tuple) | `S: ReduceOver<R>` |
+//! | `select`, `unbind`, `max`/`min` along `D` | `S: RemoveDim<D>` |
+//! | `dot(K, &other)` | `S: Contract<K, S2>` |
+//! | `matmul(&other)` | `S: MatMul<S2>` |
+//! | arithmetic and comparisons between two tensors | `S: Broadcast<S2>` |
+//! | `align_to`, `align_as` / `permute` | `S: AlignTo<T>` / `S: PermuteTo<T>` |
+//! | `rename` | `S: Rename<Old, New>` |
+//! | `split` / `merge` | `S: ReplaceDim<D, With>` / `S: MergeDims<Src, New>` |
+//! | `mask` / `mask_to` | `S: MaskDims<R>` / `S: MaskTo<D>` |
+//!
+//! A tuple of generic dims is a shape once the tuple is a bound, `where (In, Out): Shape`:
+//! whether `In` and `Out` differ is known only when they are, so the bound carries the check
+//! to each use with concrete dims. Leaving a bound out is an error whose first line says
+//! so (the list traits that rustc's own suggestion names are internal). An operation that
+//! produces private dims is bounded with them, e.g. `Contract<H, K, Private = ()>`.
+//!
+//! ```
+//! use namedtensor::named::{Contract, Dim, HasDim, ReduceOver, Shape};
+//! use namedtensor::Tensor;
+//! namedtensor::dims! { Batch, Seq, Query, Key, Hidden }
+//!
+//! fn probabilities<S: HasDim<D>, D>(x: &Tensor<f32, S>) -> Tensor<f32, S> {
+//!     x.softmax::<D>()
+//! }
+//! fn pooled<S: ReduceOver<R>, R>(x: &Tensor<f32, S>) -> Tensor<f32, <S as ReduceOver<R>>::Out> {
+//!     x.mean::<R>()
+//! }
+//! fn scores<Q, K: Shape, H: Default>(q: &Tensor<f32, Q>, k: &Tensor<f32, K>)
+//!     -> Tensor<f32, <Q as Contract<H, K>>::Out>
+//! where
+//!     Q: Contract<H, K, Private = ()>,
+//! {
+//!     q.dot(H::default(), k)
+//! }
+//! struct Layer<In: Dim, Out: Dim> where (In, Out): Shape {
+//!     weight: Tensor<f32, (In, Out)>,
+//! }
+//!
+//! let x = Tensor::<f32, (Batch, Seq, Hidden)>::ones([2, 3, 4]);
+//! let p: Tensor<f32, (Batch, Hidden)> = pooled::<_, Seq>(&x);
+//! assert_eq!(probabilities::<_, Hidden>(&p).to_vec()[0], 0.25);
+//! let q = Tensor::<f32, (Batch, Query, Hidden)>::ones([2, 3, 4]);
+//! let k = Tensor::<f32, (Batch, Key, Hidden)>::ones([2, 5, 4]);
+//! let s: Tensor<f32, (Batch, Query, Key)> = scores::<_, _, Hidden>(&q, &k);
+//! assert_eq!(s.to_vec()[0], 4.0);
+//! let layer = Layer::<Hidden, Key> { weight: Tensor::ones([4, 5]) };
+//! assert_eq!(layer.weight.shape(), &[4, 5]);
+//! ```
 //!
 //! # How it works
 //!
