@@ -294,7 +294,25 @@ fn gathers_left_rows<E: Element>(
 /// Runs `f` on the calling thread's scratch buffer of `E`, resized to `len` elements
 /// (contents unspecified). The buffer is kept for the thread's next call: see
 /// [`gathers_left_rows`] for why, [`SCRATCH_MAX_BYTES`] for its bound. `E` is f32, f64 or f16.
+///
+/// The buffer is taken out of the thread's slot for the call and put back after it, so that
+/// a call entered again on this thread meanwhile finds the slot empty and works in a buffer
+/// of its own: a thread waiting inside `f` for the parallel loop of the tiled copy runs other
+/// pool work, which may be another product's band (a borrow held across `f` would panic).
 fn with_scratch<E: Element, R>(len: usize, f: impl FnOnce(&mut Vec<E>) -> R) -> R {
+    let mut buffer = scratch_slot::<E, _>(std::mem::take);
+    buffer.resize(len, E::ZERO);
+    let result = f(&mut buffer);
+    scratch_slot::<E, _>(|slot| {
+        if slot.capacity() < buffer.capacity() {
+            *slot = buffer;
+        }
+    });
+    result
+}
+
+/// Runs `g` on the calling thread's kept scratch buffer of `E` (f32, f64 or f16).
+fn scratch_slot<E: Element, R>(g: impl FnOnce(&mut Vec<E>) -> R) -> R {
     type Buffers = (Vec<f32>, Vec<f64>, Vec<half::f16>);
     thread_local! {
         static SCRATCH: std::cell::RefCell<Buffers> = const {
@@ -308,11 +326,9 @@ fn with_scratch<E: Element, R>(len: usize, f: impl FnOnce(&mut Vec<E>) -> R) -> 
             DType::F16 => b16,
             other => unreachable!("matmul scratch requested for {other}"),
         };
-        let buffer = any
+        g(any
             .downcast_mut::<Vec<E>>()
-            .expect("the buffer of E's own type");
-        buffer.resize(len, E::ZERO);
-        f(buffer)
+            .expect("the buffer of E's own type"))
     })
 }
 
@@ -545,6 +561,37 @@ mod gathered_left_tests {
             Parallelism::None
         ));
         transposed_left::<f64>(600, 64, 300, 0, 1);
+    }
+
+    #[test]
+    fn gathered_products_from_several_threads_at_once() {
+        // Bands of different callers' products meet on the pool's threads, which run other
+        // work while they wait inside the tiled copy. Whether a band enters another one's
+        // scratch call depends on timing (this did not catch a borrow held across the call
+        // in three runs); the next test enters it deterministically.
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                s.spawn(move || {
+                    for _ in 0..3 {
+                        transposed_left::<f32>(784, 256, 64, t, 1);
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn scratch_calls_entered_again_on_the_thread_use_their_own_buffer() {
+        with_scratch::<f32, _>(4, |outer| {
+            outer.fill(2.0);
+            with_scratch::<f32, _>(8, |inner| {
+                assert_eq!(inner.len(), 8);
+                inner.fill(3.0);
+            });
+            assert_eq!(outer.as_slice(), &[2.0; 4]);
+        });
+        // The larger of the two buffers is kept.
+        with_scratch::<f32, _>(0, |s| assert!(s.capacity() >= 8));
     }
 
     #[test]
