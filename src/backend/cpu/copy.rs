@@ -65,7 +65,7 @@ pub(crate) fn copy_strided<S: Copy + Sync, D: Copy + Send>(
     if dst_layout.is_contiguous()
         && let Some(plan) = Plan::new(src_layout)
     {
-        plan.run(src, contiguous_part(dst, dst_layout), &Mapped(&f));
+        plan.run(src, contiguous_part(dst, dst_layout), &Mapped(&f), true);
         return;
     }
     let walk = Coalesced::new(
@@ -99,7 +99,7 @@ pub(crate) fn copy_cast<S: Element, D: Element>(
         && dst_layout.is_contiguous()
         && let Some(plan) = Plan::new(src_layout)
     {
-        plan.run(same, contiguous_part(dst, dst_layout), &Bits);
+        plan.run(same, contiguous_part(dst, dst_layout), &Bits, true);
         return;
     }
     copy_strided(dst, dst_layout, src, src_layout, |x: S| x.cast::<D>());

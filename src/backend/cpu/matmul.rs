@@ -175,9 +175,11 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
                      parallelism: Parallelism| {
         let rows = dst.len() / n;
         debug_assert!(dst.len() == rows * n);
-        debug_assert!(a.len() > (rows - 1) * a_rs as usize + (k - 1) * a_cs as usize);
+        // One comparison per call: the reads below stay within `a`.
+        assert!(a.len() > (rows - 1) * a_rs as usize + (k - 1) * a_cs as usize);
         // SAFETY: `gemm` reads A at `i·a_rs + l·a_cs` of `a` for i < rows, l < k, within
-        // `a` (asserted above; callers pass the operand from its first row on). It reads B
+        // `a` (asserted above; `rows ≥ 1` since `dst` is not empty, and callers pass A from
+        // the band's first row on, or its row-major copy). It reads B
         // at `ob + l·b_rs + j·b_cs` for l < k, j < n: positions of B's layout, which the
         // caller checked against the storage `b`. It writes `dst[i·n + j]` for i < rows,
         // j < n, all within `dst`. With `read_dst == false` it never reads `dst`, so the
@@ -301,6 +303,9 @@ fn gathers_left_rows<E: Element>(
 /// pool work, which may be another product's band (a borrow held across `f` would panic).
 fn with_scratch<E: Element, R>(len: usize, f: impl FnOnce(&mut Vec<E>) -> R) -> R {
     let mut buffer = scratch_slot::<E, _>(std::mem::take);
+    // Exactly what is missing, not the doubling of a growing `Vec`: the kept buffer stays
+    // within `SCRATCH_MAX_BYTES`.
+    buffer.reserve_exact(len.saturating_sub(buffer.len()));
     buffer.resize(len, E::ZERO);
     let result = f(&mut buffer);
     scratch_slot::<E, _>(|slot| {
@@ -333,7 +338,8 @@ fn scratch_slot<E: Element, R>(g: impl FnOnce(&mut Vec<E>) -> R) -> R {
 }
 
 /// Copies the `rows × k` matrix whose element (i, l) is `a[first + i·rs + l·cs]` into `copy`,
-/// row-major. A transposed source (`rs < cs`) goes through the tiled transpose of
+/// row-major, on the calling thread (it runs inside one band of a product, or a product too
+/// small to split). A transposed source (`rs < cs`) goes through the tiled transpose of
 /// [`super::transpose`] (16 × 16 register tiles): gathered element by element, every read was
 /// a new cache line, and the copy took 4.7 % of a transformer training step, tiled 2.9 %,
 /// where `gemm`'s own packing of the same operands took about 2 % (`perf record` of
@@ -349,7 +355,7 @@ fn gather_rows<E: Element>(
     let layout = Layout::new(&[rows, k], &[rs, cs], first).expect("a band of a valid operand");
     if let Some(plan) = Plan::new(&layout) {
         copy.clear();
-        plan.run(a, &mut copy.spare_capacity_mut()[..rows * k], &Bits);
+        plan.run(a, &mut copy.spare_capacity_mut()[..rows * k], &Bits, false);
         // SAFETY: `run` wrote all `rows · k` slots (its contract), within the capacity that
         // the buffer had before `clear`.
         unsafe { copy.set_len(rows * k) };
@@ -506,23 +512,38 @@ mod gathered_left_tests {
         out
     }
 
-    /// Values that are exact in every float type: small integers.
+    /// Values that are exact in every float type, as are the products' sums here: small
+    /// integers, repeating only every 23 positions.
     fn values<E: Element>(len: usize, seed: usize) -> Vec<E> {
         (0..len)
-            .map(|i| E::from_f64(((i * 7 + seed) % 9) as f64 - 4.0))
+            .map(|i| E::from_f64(((i * 7 + seed) % 23) as f64 - 11.0))
             .collect()
     }
 
     /// `xᵀ · g` as a weight gradient takes it: A is a transposed (column-major) `m × k`
     /// view starting at `offset`, with `batches` products of A over one B each.
     fn transposed_left<E: Element>(m: usize, n: usize, k: usize, offset: usize, batches: usize) {
-        let a = values::<E>(offset + batches * m * k, 1);
+        strided_left::<E>(m, n, k, [1, m], offset, batches)
+    }
+
+    /// Products of an `m × k` left operand read with `a_strides` from `offset` (each of the
+    /// `batches` products `m · k` positions further on) over contiguous right operands.
+    fn strided_left<E: Element>(
+        m: usize,
+        n: usize,
+        k: usize,
+        a_strides: [usize; 2],
+        offset: usize,
+        batches: usize,
+    ) {
+        let span = (m - 1) * a_strides[0] + (k - 1) * a_strides[1] + 1;
+        let a = values::<E>(offset + (batches - 1) * m * k + span, 1);
         let b = values::<E>(batches * k * n, 2);
         let p = Batched {
             m,
             n,
             k,
-            a_strides: [1, m],
+            a_strides,
             b_strides: [n, 1],
             offsets: (0..batches)
                 .map(|t| [offset + t * m * k, t * k * n])
@@ -550,7 +571,8 @@ mod gathered_left_tests {
         transposed_left::<f32>(37, 70, 19, 5, 3);
         transposed_left::<f64>(40, 64, 33, 3, 2);
         transposed_left::<f16>(20, 96, 8, 1, 2);
-        // Too few columns (gemm reads A in place) or too large: not gathered, same results.
+        // Too few columns (gemm reads A in place) or too large for one band: not gathered,
+        // same results (with several threads, the large one's bands may be gathered).
         assert!(!gathers_left_rows::<f32>(37, 63, 19, 37, Parallelism::None));
         transposed_left::<f32>(37, 63, 19, 0, 2);
         assert!(!gathers_left_rows::<f64>(
@@ -561,6 +583,11 @@ mod gathered_left_tests {
             Parallelism::None
         ));
         transposed_left::<f64>(600, 64, 300, 0, 1);
+        // Gathered without the tiled transpose (its plan needs 0 < rs < cs): stepped
+        // columns of a row-major matrix, one row, a broadcast row.
+        strided_left::<f32>(30, 70, 12, [40, 3], 2, 2);
+        strided_left::<f64>(1, 80, 9, [1, 5], 0, 1);
+        strided_left::<f32>(6, 64, 10, [0, 2], 1, 1);
     }
 
     #[test]

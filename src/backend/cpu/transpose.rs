@@ -119,7 +119,7 @@ pub(super) fn tiled_to_vec<E: Sync, F: Send>(
     let plan = Plan::new(layout)?;
     let n = layout.numel();
     let mut out: Vec<F> = take_buffer(n);
-    plan.run(src, &mut out.spare_capacity_mut()[..n], tile);
+    plan.run(src, &mut out.spare_capacity_mut()[..n], tile, true);
     // SAFETY: `run` writes all `n` positions.
     unsafe { out.set_len(n) };
     Some(out)
@@ -150,12 +150,14 @@ impl Plan {
     }
 
     /// Writes every element of the layout, in row-major order, to `dst` (exactly `numel`
-    /// slots), tile rows at different outer indices in parallel.
+    /// slots), tile rows at different outer indices in parallel when `parallel` and the work
+    /// is large enough, else all on the calling thread.
     pub(super) fn run<E: Sync, F: Send>(
         &self,
         src: &[E],
         dst: &mut [MaybeUninit<F>],
         tile: &impl TileCopy<E, F>,
+        parallel: bool,
     ) {
         let (walk, c) = (&self.walk, self.c);
         let n = dst.len();
@@ -199,7 +201,7 @@ impl Plan {
         };
         let units = outer.iter().map(|&d| sizes[d]).product::<usize>() * l_blocks * c_tiles;
         let dst = SharedOut(dst.as_mut_ptr());
-        for_each_row_range(units, TILE * bl, |range| {
+        let body = |range: std::ops::Range<usize>| {
             let dst = &dst; // the whole (Sync) wrapper, not its raw-pointer field
             for u in range {
                 // Unit `u`: the tiles of one tile of `c` and one block of `l`, at one outer
@@ -242,7 +244,12 @@ impl Plan {
             if stream {
                 super::stream::fence();
             }
-        });
+        };
+        if parallel {
+            for_each_row_range(units, TILE * bl, body);
+        } else {
+            body(0..units);
+        }
         // The units cover every outer index and every tile of `c`, and each writes all
         // `size_l` columns of its rows: all `n` positions of `dst` are written.
     }
