@@ -299,8 +299,10 @@ fn gathers_left_rows<E: Element>(
 ///
 /// The buffer is taken out of the thread's slot for the call and put back after it, so that
 /// a call entered again on this thread meanwhile finds the slot empty and works in a buffer
-/// of its own: a thread waiting inside `f` for the parallel loop of the tiled copy runs other
-/// pool work, which may be another product's band (a borrow held across `f` would panic).
+/// of its own instead of panicking on a borrow held across `f`. Today's `f` (a copy on the
+/// calling thread, a single-threaded `gemm`) never waits on a pool, where a rayon thread
+/// would run other queued work, possibly another product's band; the guard keeps a later
+/// parallel `f` from turning that into a panic.
 fn with_scratch<E: Element, R>(len: usize, f: impl FnOnce(&mut Vec<E>) -> R) -> R {
     let mut buffer = scratch_slot::<E, _>(std::mem::take);
     // Exactly what is missing, not the doubling of a growing `Vec`: the kept buffer stays
@@ -592,10 +594,10 @@ mod gathered_left_tests {
 
     #[test]
     fn gathered_products_from_several_threads_at_once() {
-        // Bands of different callers' products meet on the pool's threads, which run other
-        // work while they wait inside the tiled copy. Whether a band enters another one's
-        // scratch call depends on timing (this did not catch a borrow held across the call
-        // in three runs); the next test enters it deterministically.
+        // Bands of different callers' products meet on the pool's threads. A smoke test:
+        // when the copy still ran on the pool, it did not catch a borrow held across the
+        // scratch call in three runs (re-entry depended on timing); the next test enters
+        // the call again deterministically.
         std::thread::scope(|s| {
             for t in 0..4 {
                 s.spawn(move || {
