@@ -28,7 +28,7 @@
 //!   borrow began or is refused). Reads go on as usual, on any thread.
 //!
 //! # Buffer pool
-//! Host buffers of 1 MiB or more are recycled through a process-wide pool when their storage
+//! Host buffers of 64 KiB or more are recycled through a process-wide pool when their storage
 //! is dropped, and new large buffers are advised to use huge pages. It holds at most
 //! [`buffer_pool_capacity`] bytes (1 GiB), frees a buffer no output reused within
 //! [`buffer_pool_idle`] (5 s) from a background thread, never holds more than half of the

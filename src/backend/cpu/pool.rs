@@ -1,12 +1,16 @@
 //! A process-wide pool of large host buffers.
 //!
-//! Writing a fresh multi-megabyte output costs more in page faults than in arithmetic: the
-//! operating system maps and zeroes every 4 KiB page on first touch (several times the cost
-//! of the additions of an add; BENCHMARKS.md, "Machine ceilings"). So large buffers are
-//! recycled:
+//! Writing a fresh output costs more in page faults than in arithmetic: the operating system
+//! maps and zeroes every 4 KiB page on first touch (several times the cost of the additions
+//! of an add; BENCHMARKS.md, "Machine ceilings"). The system allocator hands out such fresh
+//! pages again and again for buffers of a few hundred KiB too: glibc serves them by `mmap`
+//! and gives them back on free, or trims its heap top once more than a few hundred KiB of it
+//! are free (a training step's activations and gradients; BENCHMARKS.md, session 12). So
+//! buffers from 64 KiB up are recycled:
 //!
 //! - When a [`Storage`](crate::Storage) whose host buffer is at least [`MIN_POOLED_BYTES`]
-//!   (1 MiB) is dropped, the allocation goes into this pool instead of back to the allocator.
+//!   (64 KiB) is dropped, the allocation goes into this pool instead of back to the
+//!   allocator.
 //! - Kernels that create an output of at least that size first look for a pooled allocation of
 //!   exactly the same byte size and alignment (the element type may differ: an `f32` buffer
 //!   can come back as an `i32` one). Its old contents are never read: kernels write every
@@ -35,19 +39,20 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use std::alloc::Layout as AllocLayout;
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::mem::{ManuallyDrop, align_of, size_of};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Buffers smaller than this (in bytes) are left to the allocator.
+/// Buffers smaller than this (in bytes) are left to the allocator, whose free lists serve
+/// them from memory already mapped.
 ///
 /// ```
-/// assert_eq!(namedtensor::storage::MIN_POOLED_BYTES, 1 << 20);
+/// assert_eq!(namedtensor::storage::MIN_POOLED_BYTES, 1 << 16);
 /// ```
-pub const MIN_POOLED_BYTES: usize = 1 << 20;
+pub const MIN_POOLED_BYTES: usize = 1 << 16;
 
 /// New allocations at least this large are advised to use huge pages.
 const HUGE_PAGE_BYTES: usize = 4 << 20;
@@ -105,15 +110,24 @@ impl Entry {
     }
 }
 
-#[derive(Default)]
+/// The pooled entries, indexed two ways so that neither lookup scans the pool (which may
+/// hold thousands of entries: its capacity over [`MIN_POOLED_BYTES`]).
+///
+/// Invariants: `by_age` and `by_size` hold the same sequence numbers; each `by_size` list is
+/// in increasing order (most recently pooled last); `bytes` is the sum of the entries' sizes.
 struct Pool {
-    /// Oldest first.
-    entries: VecDeque<Entry>,
+    /// Every entry by the sequence number it was pooled with: oldest first.
+    by_age: BTreeMap<u64, Entry>,
+    /// The sequence numbers of the entries of each (byte size, alignment).
+    by_size: BTreeMap<(usize, usize), Vec<u64>>,
+    next: u64,
     bytes: usize,
 }
 
 static POOL: Mutex<Pool> = Mutex::new(Pool {
-    entries: VecDeque::new(),
+    by_age: BTreeMap::new(),
+    by_size: BTreeMap::new(),
+    next: 0,
     bytes: 0,
 });
 
@@ -128,18 +142,7 @@ pub(crate) fn take<E>(n: usize) -> Vec<E> {
     if bytes < MIN_POOLED_BYTES || size_of::<E>() == 0 {
         return Vec::with_capacity(n);
     }
-    let found = {
-        let mut p = pool();
-        let i = p
-            .entries
-            .iter()
-            .rposition(|e| e.bytes == bytes && e.align == align_of::<E>());
-        i.and_then(|i| {
-            let e = p.entries.remove(i)?;
-            p.bytes -= e.bytes;
-            Some(e)
-        })
-    };
+    let found = pool().take_newest(bytes, align_of::<E>());
     if let Some(e) = found {
         let e = ManuallyDrop::new(e);
         // SAFETY: the allocation came from the global allocator with size `bytes`
@@ -183,11 +186,7 @@ pub(crate) fn reserve<E>(op: &'static str, n: usize) -> Result<()> {
     if bytes < MIN_POOLED_BYTES || size == 0 {
         return Ok(());
     }
-    let pooled = pool()
-        .entries
-        .iter()
-        .any(|e| e.bytes == bytes && e.align == align_of::<E>());
-    if pooled {
+    if pool().holds(bytes, align_of::<E>()) {
         return Ok(());
     }
     let mut v: Vec<E> = Vec::new();
@@ -243,18 +242,55 @@ pub(crate) fn give<E>(v: Vec<E>) {
 
 impl Pool {
     fn push(&mut self, e: Entry) {
+        let seq = self.next;
+        self.next += 1;
         self.bytes += e.bytes;
-        self.entries.push_back(e);
+        self.by_size
+            .entry((e.bytes, e.align))
+            .or_default()
+            .push(seq);
+        self.by_age.insert(seq, e);
+    }
+
+    /// Whether an entry of `bytes` bytes aligned to `align` is pooled.
+    fn holds(&self, bytes: usize, align: usize) -> bool {
+        self.by_size
+            .get(&(bytes, align))
+            .is_some_and(|s| !s.is_empty())
+    }
+
+    /// Removes and returns the most recently pooled entry of `bytes` bytes aligned to `align`
+    /// (the likeliest to be still in cache).
+    fn take_newest(&mut self, bytes: usize, align: usize) -> Option<Entry> {
+        let seqs = self.by_size.get_mut(&(bytes, align))?;
+        let seq = seqs.pop()?;
+        if seqs.is_empty() {
+            self.by_size.remove(&(bytes, align));
+        }
+        let e = self.by_age.remove(&seq).expect("by_size and by_age agree");
+        self.bytes -= e.bytes;
+        Some(e)
     }
 
     /// Removes the oldest entries while `evict` says so.
     fn evict_while(&mut self, mut evict: impl FnMut(&Pool, &Entry) -> bool) -> Vec<Entry> {
         let mut out = Vec::new();
-        while let Some(e) = self.entries.front() {
+        while let Some((_, e)) = self.by_age.first_key_value() {
             if !evict(self, e) {
                 break;
             }
-            let e = self.entries.pop_front().expect("checked non-empty");
+            let (seq, e) = self.by_age.pop_first().expect("checked non-empty");
+            let key = (e.bytes, e.align);
+            let seqs = self
+                .by_size
+                .get_mut(&key)
+                .expect("by_size and by_age agree");
+            // The oldest entry overall is the oldest of its size: first in its list.
+            debug_assert_eq!(seqs.first(), Some(&seq));
+            seqs.remove(0);
+            if seqs.is_empty() {
+                self.by_size.remove(&key);
+            }
             self.bytes -= e.bytes;
             out.push(e);
         }
@@ -276,10 +312,9 @@ fn trim_idle() -> Duration {
     let now = Instant::now();
     let mut p = pool();
     let evicted = p.evict_while(|_, e| now.duration_since(e.since) >= idle);
-    let next = p
-        .entries
-        .front()
-        .map_or(idle, |e| idle.saturating_sub(now.duration_since(e.since)));
+    let next = p.by_age.first_key_value().map_or(idle, |(_, e)| {
+        idle.saturating_sub(now.duration_since(e.since))
+    });
     drop(p);
     evicted.into_iter().for_each(Entry::free);
     next
@@ -453,12 +488,86 @@ mod tests {
         let _ = reused;
     }
 
+    /// An entry owning a fresh allocation of `bytes` bytes aligned to `align`.
+    fn entry(bytes: usize, align: usize) -> Entry {
+        let layout = AllocLayout::from_size_align(bytes, align).unwrap();
+        // SAFETY: `bytes` > 0 in every call below.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc(layout) }).unwrap();
+        Entry {
+            ptr,
+            bytes,
+            align,
+            since: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn the_index_finds_the_newest_of_a_size_and_evicts_the_oldest_overall() {
+        let mut p = Pool {
+            by_age: BTreeMap::new(),
+            by_size: BTreeMap::new(),
+            next: 0,
+            bytes: 0,
+        };
+        let (a, b) = (1 << 16, 3 << 16);
+        let first_a = entry(a, 4);
+        let first_ptr = first_a.ptr;
+        p.push(first_a);
+        p.push(entry(b, 4));
+        let second_a = entry(a, 4);
+        let second_ptr = second_a.ptr;
+        p.push(second_a);
+        p.push(entry(a, 8)); // same size, other alignment: a different key
+        assert_eq!(p.bytes, 3 * a + b);
+        assert!(p.holds(a, 4) && p.holds(b, 4) && p.holds(a, 8) && !p.holds(b, 8));
+        // The most recent of the size comes back first.
+        let got = p.take_newest(a, 4).unwrap();
+        assert_eq!(got.ptr, second_ptr);
+        got.free();
+        assert_eq!(p.bytes, 2 * a + b);
+        // Eviction goes by age across sizes: the first `a`, then `b`.
+        let evicted = p.evict_while(|p, _| p.bytes > a);
+        assert_eq!(evicted.len(), 2);
+        assert_eq!(evicted[0].ptr, first_ptr);
+        assert_eq!(evicted[1].bytes, b);
+        evicted.into_iter().for_each(Entry::free);
+        assert!(!p.holds(a, 4) && !p.holds(b, 4) && p.holds(a, 8));
+        assert!(p.take_newest(a, 4).is_none());
+        assert_eq!(p.by_size.len(), 1, "emptied sizes leave the index");
+        p.evict_while(|_, _| true).into_iter().for_each(Entry::free);
+        assert_eq!((p.bytes, p.by_age.len(), p.by_size.len()), (0, 0, 0));
+    }
+
+    #[test]
+    fn buffers_from_the_threshold_up_are_pooled() {
+        if buffer_pool_capacity() < (4 << 20) {
+            return;
+        }
+        let _serial = POLICY.lock().unwrap_or_else(PoisonError::into_inner);
+        // Sizes no other test uses.
+        let at = MIN_POOLED_BYTES + 7 * 8;
+        give(Vec::<u8>::with_capacity(at));
+        give(Vec::<u8>::with_capacity(MIN_POOLED_BYTES - 8));
+        let pooled = holds(at);
+        assert!(
+            !holds(MIN_POOLED_BYTES - 8),
+            "a buffer below the threshold was pooled"
+        );
+        assert!(
+            pooled || memory_available().is_some_and(|b| b < 2 * at),
+            "not pooled"
+        );
+        let v: Vec<u8> = take(at);
+        assert_eq!(v.capacity(), at);
+        assert!(!holds(at) || !pooled, "take left the entry in the pool");
+    }
+
     /// Serializes the tests that empty the pool or change its idle time.
     static POLICY: Mutex<()> = Mutex::new(());
 
     /// Whether the pool holds an entry of exactly `bytes` bytes.
     fn holds(bytes: usize) -> bool {
-        pool().entries.iter().any(|e| e.bytes == bytes)
+        pool().by_age.values().any(|e| e.bytes == bytes)
     }
 
     #[test]
