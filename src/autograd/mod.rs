@@ -45,7 +45,7 @@ use crate::DynTensor;
 pub(crate) use any::same_type;
 pub(crate) use formulas::{
     binary, cat, clamp, constant, cumprod, cumsum, extreme, gather, identity, index_select, matmul,
-    pick, pnorm, reduce, root, same_op, scatter_add, select, softmax, unary, view,
+    normalize, pick, pnorm, reduce, root, same_op, scatter_add, select, softmax, unary, view,
     view_grad::ViewGrad,
 };
 pub(crate) use node::Meta;

@@ -63,10 +63,7 @@ impl<D: Dim, E: Float> LayerNorm<D, E> {
     /// this one call it on their batched views).
     pub(super) fn normalize(&self, x: &DynTensor<E>, axis: isize) -> Result<DynTensor<E>> {
         debug_assert!((0..x.dim() as isize).contains(&axis));
-        let centered = x.try_sub(&x.try_mean_dim(axis, true)?)?;
-        // The biased variance from the centred values (one mean pass, not two).
-        let var = centered.square().try_mean_dim(axis, true)?;
-        let normed = centered.try_mul(&var.try_add_scalar(self.eps)?.rsqrt())?;
+        let normed = crate::ops::normalize("LayerNorm", x, axis as usize, self.eps, true)?;
         let scaled = normed.try_mul(&along(&self.weight, axis, x.dim())?)?;
         scaled.try_add(&along(&self.bias, axis, x.dim())?)
     }

@@ -53,8 +53,7 @@ impl<D: Dim, E: Float> RmsNorm<D, E> {
     {
         let axis = <S as HasDim<D, P>>::AXIS;
         let x = x.as_dyn();
-        let ms = x.square().try_mean_dim(axis, true)?;
-        let normed = x.try_mul(&ms.try_add_scalar(self.eps)?.rsqrt())?;
+        let normed = crate::ops::normalize("RmsNorm", x, axis as usize, self.eps, false)?;
         Ok(Tensor::wrap(normed.try_mul(&along(
             &self.weight,
             axis,

@@ -42,6 +42,7 @@ mod flip;
 mod index_select;
 mod join;
 mod matmul;
+mod normalize;
 mod npy;
 mod reduce;
 mod repeat;
@@ -62,6 +63,7 @@ pub use crate::dtype::promote::{
 pub use compare::{try_where_, where_};
 pub use conv::Window2d;
 pub use einsum::{einsum, try_einsum};
+pub(crate) use normalize::{normalize, normalized};
 pub use npy::{NpzFile, load_npz, save_npz};
 pub(crate) use reduce::reduce_keepdim;
 pub use save_tensor::{LeBytes, SaveTensor};

@@ -716,3 +716,104 @@ fn second_derivatives_of_the_fused_formulas() {
         }
     }
 }
+
+namedtensor::dims! { NormA, NormB, NormC }
+
+/// `LayerNorm` (`center`) or `RmsNorm` along dim `d` of a rank-3 tensor, with random weight
+/// and bias, as a function of the positional input.
+fn norm_along(d: usize, center: bool, size: usize, seed: u64) -> impl Fn(&T) -> T {
+    use namedtensor::nn::{LayerNorm, RmsNorm};
+    let w = DynTensor::from_vec(positive(size, seed + 7), &[size]);
+    let b = DynTensor::from_vec(values(size, seed + 8), &[size]);
+    move |x: &T| {
+        let x = x.shallow_clone().refine_names::<(NormA, NormB, NormC)>();
+        macro_rules! apply {
+            ($dim:ty) => {
+                if center {
+                    let mut n = LayerNorm::<$dim, f64>::new(size);
+                    (n.weight, n.bias) = (
+                        w.shallow_clone().refine_names(),
+                        b.shallow_clone().refine_names(),
+                    );
+                    n.forward(&x).into_dyn()
+                } else {
+                    let mut n = RmsNorm::<$dim, f64>::new(size);
+                    n.weight = w.shallow_clone().refine_names();
+                    n.forward(&x).into_dyn()
+                }
+            };
+        }
+        match d {
+            0 => apply!(NormA),
+            1 => apply!(NormB),
+            _ => apply!(NormC),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(common::proptest_cases(48))]
+
+    /// The fused normalisation node (one formula for LayerNorm's and RmsNorm's core) against
+    /// finite differences, along every dim, over every layout (an expanded input included,
+    /// whose lanes along dim 0 repeat).
+    #[test]
+    fn layer_and_rms_norm(
+        shape in prop::collection::vec(1usize..5, 3), l in lay(), d in 0usize..3,
+        center in any::<bool>(), seed in 0u64..1000,
+    ) {
+        let n: usize = shape.iter().product();
+        // Spread values, so that no lane is nearly constant (its rstd ~ 1/sqrt(eps) would
+        // make central differences inexact).
+        let v: Vec<f64> = values(n, seed).iter().enumerate().map(|(i, x)| x + i as f64 * 0.37).collect();
+        let x = make(&v, &shape, l);
+        let f = norm_along(d, center, shape[d], seed);
+        check(if center { "layer_norm" } else { "rms_norm" }, std::slice::from_ref(&x), &|xs| f(&xs[0]));
+    }
+}
+
+#[test]
+fn second_derivatives_of_layer_and_rms_norm() {
+    // The fused normalisation recomputes its pieces with recorded ops under create_graph:
+    // d/dx of Σ (∂L/∂x)·r against finite differences of the first derivative.
+    use namedtensor::autograd::{BackwardOptions, grad};
+    let v = vec![0.3, -0.7, 1.1, 2.0, -0.2, 0.9];
+    let r = DynTensor::from_vec(vec![0.5, -1.0, 0.25, 2.0, 1.5, -0.75], &[1, 2, 3]);
+    for (d, center) in [(2, true), (1, true), (2, false), (1, false)] {
+        let f = norm_along(d, center, [1, 2, 3][d], 3);
+        // A loss whose second derivative is not zero: Σ y³.
+        let loss = |x: &T| f(x).powf(3.0).sum();
+        let first = |v: &[f64]| -> Vec<f64> {
+            let x = DynTensor::from_vec(v.to_vec(), &[1, 2, 3]).requires_grad_(true);
+            loss(&x).backward();
+            x.grad().unwrap().to_vec()
+        };
+        let x = DynTensor::from_vec(v.clone(), &[1, 2, 3]).requires_grad_(true);
+        let g = grad(&[&loss(&x)], None, &[&x], BackwardOptions::create_graph()).unwrap();
+        let g = g[0].clone().unwrap();
+        let fast = first(&v);
+        for (a, b) in g.to_vec().iter().zip(&fast) {
+            assert!(
+                (a - b).abs() < 1e-12,
+                "d={d} center={center}: first derivative {a} vs {b}"
+            );
+        }
+        let h = grad(&[&(&g * &r).sum()], None, &[&x], BackwardOptions::default()).unwrap()[0]
+            .clone()
+            .unwrap()
+            .to_vec();
+        let rv = r.to_vec();
+        for i in 0..6 {
+            let (mut p, mut m) = (v.clone(), v.clone());
+            p[i] += 1e-6;
+            m[i] -= 1e-6;
+            let (gp, gm) = (first(&p), first(&m));
+            let numeric: f64 = (0..6).map(|j| rv[j] * (gp[j] - gm[j]) / 2e-6).sum();
+            assert!(
+                (h[i] - numeric).abs() < 1e-5 * (1.0 + numeric.abs()),
+                "d={d} center={center} [{i}]: {} vs {numeric}",
+                h[i]
+            );
+        }
+    }
+}

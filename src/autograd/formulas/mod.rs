@@ -7,6 +7,7 @@
 mod along;
 mod index;
 mod matmul;
+mod norm;
 mod pointwise;
 mod reduce;
 pub(crate) mod view_grad;
@@ -14,6 +15,7 @@ pub(crate) mod view_grad;
 pub(crate) use along::{cat, cumprod, cumsum, same_op, softmax};
 pub(crate) use index::{gather, index_select, scatter_add};
 pub(crate) use matmul::matmul;
+pub(crate) use norm::normalize;
 pub(crate) use pointwise::{binary, clamp, constant, root, select, unary};
 pub(crate) use reduce::{extreme, pick, pnorm, reduce};
 pub(crate) use view_grad::{identity, view};
@@ -85,9 +87,16 @@ impl<E: Element> Temp<E> {
     }
 
     /// Whether `b(self, y)` may overwrite `self`: no recording, and `y` broadcasts to
-    /// `self`'s shape.
+    /// `self`'s shape (its trailing sizes are 1 or `self`'s).
     fn in_place(&self, y: &DynTensor<E>) -> bool {
-        !crate::autograd::is_grad_enabled() && (y.shape() == self.0.shape() || y.dim() == 0)
+        let (to, from) = (self.0.shape(), y.shape());
+        !crate::autograd::is_grad_enabled()
+            && from.len() <= to.len()
+            && from
+                .iter()
+                .rev()
+                .zip(to.iter().rev())
+                .all(|(&f, &t)| f == t || f == 1)
     }
 
     /// `self ∘ y`.
