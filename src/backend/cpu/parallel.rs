@@ -3,9 +3,12 @@
 //! Kernels run on a pool owned by the library (not rayon's global pool), sized by
 //! [`set_num_threads`] (default: the number of logical CPUs, or `NAMEDTENSOR_NUM_THREADS`).
 //! Work smaller than [`parallel_threshold`] elements stays on the calling thread, where the
-//! cost of waking workers would exceed the gain.
+//! cost of waking workers would exceed the gain. Larger work is split into tasks that the
+//! calling thread runs too ([`for_each_with_caller`]): it takes the first task and every task
+//! no worker has claimed yet, instead of sleeping until the pool is done (on a 2-core virtual
+//! machine, waking the caller back cost more than the split of a 32 Ki-element add gained;
+//! BENCHMARKS.md, session 12).
 
-use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
@@ -115,23 +118,19 @@ pub(crate) fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<u
     });
 }
 
-/// Calls `f(t)` for every `t < tasks` on the pool.
+/// Calls `f(t)` for every `t < tasks`, on the pool and the calling thread.
 ///
-/// The closure is passed as `&dyn Fn`, so rayon's job machinery is compiled once for the
-/// whole library rather than once per kernel (it was a fifth of the library's code); the
+/// The closure is passed as `&dyn Fn`, so the job machinery is compiled once for the
+/// whole library rather than once per kernel (rayon's was a fifth of the library's code); the
 /// indirect call is made once per task, never per element.
 fn on_pool(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
-    pool().install(|| (0..tasks).into_par_iter().for_each(f));
+    for_each_with_caller(0..tasks, f);
 }
 
-/// Calls `f(t, chunk)` for the chunks of `out` of `per` elements on the pool (see
-/// [`on_pool`] for why `f` is a `&dyn Fn`).
+/// Calls `f(t, chunk)` for the chunks of `out` of `per` elements, on the pool and the calling
+/// thread (see [`on_pool`] for why `f` is a `&dyn Fn`).
 fn chunks_on_pool<T: Send>(out: &mut [T], per: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
-    pool().install(|| {
-        out.par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(t, chunk)| f(t, chunk))
-    });
+    for_each_with_caller(out.chunks_mut(per).enumerate(), |(t, chunk)| f(t, chunk));
 }
 
 /// Splits `out` (a row-major buffer of `rows` rows of `row_len` elements) into row ranges and
@@ -202,8 +201,9 @@ pub(crate) fn for_each_split(
 /// item no worker has claimed yet, and only then waits (spinning for [`CALLER_SPIN`], then
 /// parked) for the items workers did claim. So a worker that wakes late (tens of microseconds
 /// on a virtual machine) or not at all (its core busy with another process) costs at most its
-/// share of the work, never a wait for it to wake. Give it at most as many items as the pool
-/// has threads.
+/// share of the work, never a wait for it to wake. With more items than threads, the caller
+/// and the workers share them out as they finish (each spawned job runs its own item if
+/// nobody has claimed it yet).
 ///
 /// Panics if `f` panics, once every item has finished (no worker is left holding a reference
 /// into this call's frame).
@@ -363,6 +363,43 @@ mod tests {
                 });
             }
         });
+    }
+
+    /// The splitting helpers, which run on the caller and the pool, give every element to
+    /// exactly one task, with more tasks than threads, and when called from inside a pool
+    /// task (nested: the inner caller is a worker).
+    #[test]
+    fn helpers_cover_every_element_once_with_the_caller_taking_part() {
+        set_parallel_threshold(1 << 15);
+        let n = (1 << 16) + 13;
+        let check = |v: &[usize]| v.iter().enumerate().all(|(i, &x)| x == i + 1);
+        let run = || {
+            let mut v = vec![0usize; n];
+            for_each_chunk_mut(&mut v, 9, 4, |range, chunk| {
+                for (x, i) in chunk.iter_mut().zip(range) {
+                    *x += i + 1;
+                }
+            });
+            assert!(check(&v), "for_each_chunk_mut");
+            let mut v = vec![0usize; n];
+            let rows = n / 7;
+            for_each_row_chunk(&mut v[..rows * 7], rows, 7, |range, chunk| {
+                for (x, i) in chunk.iter_mut().zip(range.start * 7..) {
+                    *x += i + 1;
+                }
+            });
+            assert!(check(&v[..rows * 7]), "for_each_row_chunk");
+            let seen: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+            for_each_split(n, 11, 8, |_, range| {
+                for i in range {
+                    seen[i].fetch_add(i + 1, Ordering::Relaxed);
+                }
+            });
+            let v: Vec<usize> = seen.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+            assert!(check(&v), "for_each_split");
+        };
+        run();
+        for_each_with_caller(0..3, |_| run());
     }
 
     /// A panicking item reaches the caller, after the other items have run (none is left
