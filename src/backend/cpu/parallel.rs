@@ -10,7 +10,7 @@
 //! BENCHMARKS.md, session 12).
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -197,13 +197,14 @@ pub(crate) fn for_each_split(
 }
 
 /// Calls `f` on every item, on the pool when there are several, with the calling thread taking
-/// part instead of sleeping until the pool is done. The caller runs the first item, then every
-/// item no worker has claimed yet, and only then waits (spinning for [`CALLER_SPIN`], then
-/// parked) for the items workers did claim. So a worker that wakes late (tens of microseconds
-/// on a virtual machine) or not at all (its core busy with another process) costs at most its
-/// share of the work, never a wait for it to wake. With more items than threads, the caller
-/// and the workers share them out as they finish (each spawned job runs its own item if
-/// nobody has claimed it yet).
+/// part instead of sleeping until the pool is done. The caller counts as one of the pool's
+/// threads: it asks `min(threads, items) − 1` workers to help, and it and they claim items
+/// in order from a shared counter until none is left (so at most [`num_threads`] threads
+/// run items, as `set_num_threads` promises, and more items than threads balance the load).
+/// Then the caller waits (spinning for [`CALLER_SPIN`], then parked) for the items workers
+/// did claim. So a worker that wakes late (tens of microseconds on a virtual machine) or not
+/// at all (its core busy with another process) costs at most its share of the work, never a
+/// wait for it to wake.
 ///
 /// Panics if `f` panics, once every item has finished (no worker is left holding a reference
 /// into this call's frame).
@@ -227,7 +228,8 @@ pub(crate) fn for_each_with_caller<T: Send>(
             .take()
     };
     let state = Arc::new(Claims {
-        claimed: (0..slots.len()).map(|_| AtomicBool::new(false)).collect(),
+        next: AtomicUsize::new(0),
+        items: slots.len(),
         remaining: AtomicUsize::new(slots.len()),
         panic: Mutex::new(None),
         caller: std::thread::current(),
@@ -239,24 +241,26 @@ pub(crate) fn for_each_with_caller<T: Send>(
         }
     };
     let run: *const (dyn Fn(usize) + Sync + '_) = &run;
-    // SAFETY: only the lifetime is erased, from a raw pointer. It is dereferenced only by the
-    // thread that claims an item (`run_if_unclaimed`), and this function returns only after
-    // every item has been claimed and its run has finished (`remaining == 0`), so `run` and
-    // what it borrows outlive every dereference. Jobs that find their item claimed by the
-    // caller touch only the `Arc`'d state.
+    // SAFETY: only the lifetime is erased, from a raw pointer. It is dereferenced only by a
+    // thread that has just claimed an item (`run_claims`), and this function returns only
+    // after every item has been claimed and its run has finished (`remaining == 0`), so `run`
+    // and what it borrows outlive every dereference. Jobs that start after the last claim
+    // touch only the `Arc`'d state.
     let run = RunPtr(unsafe {
         std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync)>(
             run,
         )
     });
     let pool = pool();
-    for i in 1..slots.len() {
+    let helpers = pool
+        .current_num_threads()
+        .min(slots.len())
+        .saturating_sub(1);
+    for _ in 0..helpers {
         let state = Arc::clone(&state);
-        pool.spawn(move || state.run_if_unclaimed(i, run));
+        pool.spawn(move || state.run_claims(run));
     }
-    for i in 0..slots.len() {
-        state.run_if_unclaimed(i, run);
-    }
+    state.run_claims(run);
     let start = Instant::now();
     while state.remaining.load(Ordering::Acquire) > 0 {
         if start.elapsed() < CALLER_SPIN {
@@ -278,8 +282,9 @@ pub(crate) fn for_each_with_caller<T: Send>(
 
 /// The shared state of one [`for_each_with_caller`] call.
 struct Claims {
-    /// Whether item `i` has been claimed. No job is spawned for item 0, so the caller claims it.
-    claimed: Vec<AtomicBool>,
+    /// The next item to claim (values from `items` on: nothing left).
+    next: AtomicUsize,
+    items: usize,
     /// Items not yet run to the end.
     remaining: AtomicUsize,
     /// The first panic of a run, resumed by the caller.
@@ -288,27 +293,31 @@ struct Claims {
 }
 
 impl Claims {
-    /// Runs item `i` through `run` unless someone else has claimed it.
-    fn run_if_unclaimed(&self, i: usize, run: RunPtr) {
-        if self.claimed[i].swap(true, Ordering::AcqRel) {
-            return;
-        }
-        // SAFETY: this thread has claimed item `i`, so the caller of `for_each_with_caller`
-        // is still inside it (it waits for `remaining == 0`, which needs this run to end) and
-        // the closure behind `run` is alive.
-        let run = unsafe { &*run.0 };
-        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(i))) {
-            let mut first = self.panic.lock().unwrap_or_else(PoisonError::into_inner);
-            first.get_or_insert(payload);
-        }
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.caller.unpark();
+    /// Claims items one at a time and runs each through `run`, until none is left.
+    fn run_claims(&self, run: RunPtr) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            if i >= self.items {
+                return;
+            }
+            // SAFETY: this thread has claimed item `i`, so the caller of
+            // `for_each_with_caller` is still inside it (it waits for `remaining == 0`, which
+            // needs this run to end) and the closure behind `run` is alive.
+            let run = unsafe { &*run.0 };
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(i)))
+            {
+                let mut first = self.panic.lock().unwrap_or_else(PoisonError::into_inner);
+                first.get_or_insert(payload);
+            }
+            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                self.caller.unpark();
+            }
         }
     }
 }
 
 /// The per-item closure of a [`for_each_with_caller`] call, with its lifetime erased; see the
-/// SAFETY notes there and in [`Claims::run_if_unclaimed`].
+/// SAFETY notes there and in [`Claims::run_claims`].
 #[derive(Clone, Copy)]
 struct RunPtr(*const (dyn Fn(usize) + Sync));
 
@@ -399,7 +408,42 @@ mod tests {
             assert!(check(&v), "for_each_split");
         };
         run();
-        for_each_with_caller(0..3, |_| run());
+        if num_threads() < 2 {
+            return;
+        }
+        // Two items that wait for each other: one runs on the caller, the other on a worker,
+        // and each calls the helpers from there.
+        let both = std::sync::Barrier::new(2);
+        let on_worker = std::sync::atomic::AtomicBool::new(false);
+        for_each_with_caller(0..2, |_| {
+            both.wait();
+            let name = std::thread::current().name().map(str::to_owned);
+            if name.is_some_and(|n| n.starts_with("namedtensor-")) {
+                on_worker.store(true, Ordering::SeqCst);
+            }
+            run();
+        });
+        assert!(on_worker.load(Ordering::SeqCst), "no item ran on a worker");
+    }
+
+    /// At most `num_threads` threads run the items of one call, the caller included.
+    #[test]
+    fn with_caller_uses_at_most_the_pool_size() {
+        let threads = num_threads();
+        for _ in 0..20 {
+            let running = AtomicUsize::new(0);
+            let most = AtomicUsize::new(0);
+            for_each_with_caller(0..4 * threads + 3, |_| {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_micros(200));
+                running.fetch_sub(1, Ordering::SeqCst);
+            });
+            assert!(
+                most.load(Ordering::SeqCst) <= threads,
+                "more than {threads} threads ran"
+            );
+        }
     }
 
     /// A panicking item reaches the caller, after the other items have run (none is left

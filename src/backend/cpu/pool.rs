@@ -39,7 +39,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use std::alloc::Layout as AllocLayout;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::mem::{ManuallyDrop, align_of, size_of};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -119,7 +119,7 @@ struct Pool {
     /// Every entry by the sequence number it was pooled with: oldest first.
     by_age: BTreeMap<u64, Entry>,
     /// The sequence numbers of the entries of each (byte size, alignment).
-    by_size: BTreeMap<(usize, usize), Vec<u64>>,
+    by_size: BTreeMap<(usize, usize), VecDeque<u64>>,
     next: u64,
     bytes: usize,
 }
@@ -248,7 +248,7 @@ impl Pool {
         self.by_size
             .entry((e.bytes, e.align))
             .or_default()
-            .push(seq);
+            .push_back(seq);
         self.by_age.insert(seq, e);
     }
 
@@ -263,7 +263,7 @@ impl Pool {
     /// (the likeliest to be still in cache).
     fn take_newest(&mut self, bytes: usize, align: usize) -> Option<Entry> {
         let seqs = self.by_size.get_mut(&(bytes, align))?;
-        let seq = seqs.pop()?;
+        let seq = seqs.pop_back()?;
         if seqs.is_empty() {
             self.by_size.remove(&(bytes, align));
         }
@@ -286,8 +286,8 @@ impl Pool {
                 .get_mut(&key)
                 .expect("by_size and by_age agree");
             // The oldest entry overall is the oldest of its size: first in its list.
-            debug_assert_eq!(seqs.first(), Some(&seq));
-            seqs.remove(0);
+            debug_assert_eq!(seqs.front(), Some(&seq));
+            seqs.pop_front();
             if seqs.is_empty() {
                 self.by_size.remove(&key);
             }
