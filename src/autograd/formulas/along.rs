@@ -2,22 +2,13 @@
 //! and of
 //! the rearranging copies whose gradient is the same op (`flip`, `tril`, `triu`).
 
-use super::{OP, bin, mul, some};
+use super::{OP, bin, mul, reduce_along, some};
 use crate::autograd::node::Saved;
 use crate::autograd::record::{Input, input, record};
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::tensor::DynTensor;
-
-/// `t` summed along `d`, keeping the dim.
-fn sum_along<E: Element>(t: &DynTensor<E>, d: usize) -> Result<DynTensor<E>> {
-    let mut mask = vec![false; t.dim()];
-    if let Some(m) = mask.get_mut(d) {
-        *m = true;
-    }
-    crate::ops::reduce_keepdim::<E>(OP, ReduceOp::Sum, t, &mask)
-}
 
 /// Records `y = softmax(x)` (or `log_softmax`) along `d`; saves `y` only.
 pub(crate) fn softmax<E: Element>(
@@ -34,10 +25,21 @@ pub(crate) fn softmax<E: Element>(
         let gx = if log {
             // g - softmax(x) Σ g
             let p = crate::ops::unary(OP, UnaryOp::Exp, &y)?;
-            bin(BinaryOp::Sub, &g, &mul(&p, &sum_along(&g, d)?)?)?
+            bin(
+                BinaryOp::Sub,
+                &g,
+                &mul(&p, &reduce_along(ReduceOp::Sum, &g, d)?)?,
+            )?
         } else {
             // y (g - Σ g y)
-            mul(&y, &bin(BinaryOp::Sub, &g, &sum_along(&mul(&g, &y)?, d)?)?)?
+            mul(
+                &y,
+                &bin(
+                    BinaryOp::Sub,
+                    &g,
+                    &reduce_along(ReduceOp::Sum, &mul(&g, &y)?, d)?,
+                )?,
+            )?
         };
         Ok(vec![some(gx)])
     })

@@ -21,7 +21,7 @@ pub(crate) use reduce::{extreme, pick, pnorm, reduce};
 pub(crate) use view_grad::{identity, view};
 
 use super::any::AnyTensor;
-use crate::backend::op::{BinaryOp, UnaryOp};
+use crate::backend::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::tensor::DynTensor;
@@ -54,6 +54,18 @@ pub(super) fn mul<E: Element>(x: &DynTensor<E>, y: &DynTensor<E>) -> Result<DynT
 /// `x * c`.
 pub(super) fn mul_c<E: Element>(x: &DynTensor<E>, c: f64) -> Result<DynTensor<E>> {
     bin_c(BinaryOp::Mul, x, c)
+}
+
+/// `t` reduced by `rop` along `axis`, keeping it as a dim of size 1: the lane sums and means
+/// the formulas along one dim broadcast back over their lanes.
+pub(super) fn reduce_along<E: Element>(
+    rop: ReduceOp,
+    t: &DynTensor<E>,
+    axis: usize,
+) -> Result<DynTensor<E>> {
+    let mut mask = vec![false; t.dim()];
+    mask[axis] = true;
+    crate::ops::reduce_keepdim::<E>(OP, rop, t, &mask)
 }
 
 /// `x` summed over the dims that broadcasting added or stretched, to `shape`.

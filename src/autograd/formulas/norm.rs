@@ -7,20 +7,13 @@
 //! two lane means and a few passes, where the pieces recorded one by one took about twice
 //! as many (PyTorch's `native_layer_norm_backward` computes the same expression).
 
-use super::{OP, Temp, mul, some, un};
+use super::{Temp, mul, reduce_along, some, un};
 use crate::autograd::node::Saved;
 use crate::autograd::record::{input, record};
 use crate::backend::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::dtype::Float;
 use crate::error::Result;
 use crate::tensor::DynTensor;
-
-/// `t`'s mean along `axis`, keeping it.
-fn lane_mean<E: Float>(t: &DynTensor<E>, axis: usize) -> Result<DynTensor<E>> {
-    let mut mask = vec![false; t.dim()];
-    mask[axis] = true;
-    crate::ops::reduce_keepdim::<E>(OP, ReduceOp::Mean, t, &mask)
-}
 
 /// `gx` from the incoming gradient `g`, the output `y` and `rstd`, by the expression above.
 fn grad_x<E: Float>(
@@ -30,11 +23,11 @@ fn grad_x<E: Float>(
     axis: usize,
     center: bool,
 ) -> Result<DynTensor<E>> {
-    let m2 = lane_mean(&mul(g, y)?, axis)?;
+    let m2 = reduce_along(ReduceOp::Mean, &mul(g, y)?, axis)?;
     // (y · mean(g·y) − g + mean(g)) · (−r), in one buffer when nothing records.
     let t = Temp::new(mul(y, &m2)?).bin(BinaryOp::Sub, g)?;
     let t = if center {
-        t.bin(BinaryOp::Add, &lane_mean(g, axis)?)?
+        t.bin(BinaryOp::Add, &reduce_along(ReduceOp::Mean, g, axis)?)?
     } else {
         t
     };
@@ -57,7 +50,6 @@ pub(crate) fn normalize<E: Float>(
     rstd: DynTensor<E>,
 ) -> DynTensor<E> {
     let (sx, sy) = (Saved::input(x), Saved::output(&y));
-    let rstd = rstd.detach();
     record(op, y, vec![input(x)], true, move |g, node| {
         let g = g.into_typed::<E>(node.name)?;
         let gx = if crate::autograd::is_grad_enabled() {
