@@ -69,7 +69,7 @@ pub use dtype::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use layout::Layout;
-pub use named::{Dim, Dims, Shape};
+pub use named::{Dim, DimTuple, Dims, Shape};
 pub use named_tensor::{Leading, ShapeSizes, Tensor};
 pub use ops::{NpzFile, SafetensorsFile, SaveTensor, load_npz, save_npz};
 pub use ops::{einsum, try_einsum, where_};

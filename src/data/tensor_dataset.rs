@@ -3,7 +3,7 @@
 use super::loader::Dataset;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::Shape;
+use crate::named::DimTuple;
 use crate::named_tensor::Tensor;
 use crate::tensor::DynTensor;
 
@@ -22,12 +22,12 @@ use crate::tensor::DynTensor;
 /// assert_eq!(by.to_vec(), vec![9, 7]);
 /// ```
 #[derive(Debug)]
-pub struct TensorDataset<E: Element, S: Shape, L: Element, T: Shape> {
+pub struct TensorDataset<E: Element, S: DimTuple, L: Element, T: DimTuple> {
     inputs: Tensor<E, S>,
     labels: Tensor<L, T>,
 }
 
-impl<E: Element, S: Shape, L: Element, T: Shape> Clone for TensorDataset<E, S, L, T> {
+impl<E: Element, S: DimTuple, L: Element, T: DimTuple> Clone for TensorDataset<E, S, L, T> {
     /// Another handle to the same tensors (no copy).
     fn clone(&self) -> Self {
         TensorDataset {
@@ -37,7 +37,7 @@ impl<E: Element, S: Shape, L: Element, T: Shape> Clone for TensorDataset<E, S, L
     }
 }
 
-impl<E: Element, S: Shape, L: Element, T: Shape> TensorDataset<E, S, L, T> {
+impl<E: Element, S: DimTuple, L: Element, T: DimTuple> TensorDataset<E, S, L, T> {
     /// A dataset of the items along the leading dims of `inputs` and `labels`; an error when
     /// either is 0-d or their leading sizes differ.
     pub fn new(inputs: Tensor<E, S>, labels: Tensor<L, T>) -> Result<Self> {
@@ -60,7 +60,7 @@ impl<E: Element, S: Shape, L: Element, T: Shape> TensorDataset<E, S, L, T> {
     }
 }
 
-impl<E: Element, S: Shape, L: Element, T: Shape> Dataset for TensorDataset<E, S, L, T> {
+impl<E: Element, S: DimTuple, L: Element, T: DimTuple> Dataset for TensorDataset<E, S, L, T> {
     type Batch = (Tensor<E, S>, Tensor<L, T>);
 
     fn len(&self) -> usize {

@@ -80,7 +80,8 @@ impl<P> NoMaskedLeak<P> for Pass {}
 /// ```compile_fail
 /// use namedtensor::named::Shape;
 /// namedtensor::dims! { Rows, Cols }
-/// let _ = <(Rows, Cols, Rows) as Shape>::RANK;
+/// fn check<S: Shape>() {}
+/// check::<(Rows, Cols, Rows)>();
 /// ```
 #[diagnostic::on_unimplemented(
     message = "dimension `{Self}` appears more than once in `{S}`",
@@ -249,7 +250,8 @@ impl<P1, P2> PrivateDimsAgree<P1, P2> for B1 {}
 /// use namedtensor::named::Shape;
 /// namedtensor::dims! { Rows = 0x42 }
 /// namedtensor::dims! { Cols = 0x42 }
-/// let _ = <(Rows, Cols) as Shape>::RANK;
+/// fn check<S: Shape>() {}
+/// check::<(Rows, Cols)>();
 /// ```
 #[diagnostic::on_unimplemented(
     message = "dimension types `{A}` and `{B}` have the same id",

@@ -10,6 +10,7 @@ use super::list::{
     Partition, SameList, Union,
 };
 use super::logic::Bool;
+use super::shape::DimTuple;
 use super::shape::{Shape, ToTuple, Tuple};
 
 /// Everything a batched matrix product needs to compute a contraction.
@@ -186,7 +187,7 @@ where
         S1::IDS,
         P2::IDS,
         S2::IDS,
-        <Self::Private as Shape>::IDS,
+        <Self::Private as DimTuple>::IDS,
         K::IDS,
     );
 }

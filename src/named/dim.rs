@@ -6,6 +6,7 @@ use super::assert::DistinctIds;
 use super::id::{Digit, DigitEq, IdEq, TypeLevelId};
 use super::list::{HCons, HNil};
 use super::logic::{B0, B1, Bool};
+use super::shape::DimTuple;
 use super::shape::{AsList, Shape};
 use core::fmt::Debug;
 
@@ -68,7 +69,7 @@ where
 #[diagnostic::on_unimplemented(
     message = "cannot tell whether `{A}` and `{B}` are the same dimension: one of them is a generic type parameter; state the bound that needs it (see the notes)",
     label = "dimension equality unknown here",
-    note = "a tensor type whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` for `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
+    note = "creating a tensor whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` on the function or impl that creates a `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
     note = "a named operation on a generic shape needs its trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>` for `x.sum::<D>()`: see \"Generic code\" in the docs of `namedtensor::named`"
 )]
 pub trait DimEqRest<A, B> {
@@ -142,8 +143,8 @@ macro_rules! tuple_dims {
             Self: Shape,
         {
             type List = <Self as AsList>::List;
-            const IDS: &'static [u64] = <Self as Shape>::IDS;
-            const NAMES: &'static [&'static str] = <Self as Shape>::NAMES;
+            const IDS: &'static [u64] = <Self as DimTuple>::IDS;
+            const NAMES: &'static [&'static str] = <Self as DimTuple>::NAMES;
         }
     )*};
 }

@@ -86,7 +86,7 @@ pub trait Digit {
 #[diagnostic::on_unimplemented(
     message = "cannot tell whether two dimensions are equal: one of them is a generic type parameter; state the bound that needs it (see the notes)",
     label = "dimension equality unknown here",
-    note = "a tensor type whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` for `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
+    note = "creating a tensor whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` on the function or impl that creates a `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
     note = "a named operation on a generic shape needs its trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>` for `x.sum::<D>()`: see \"Generic code\" in the docs of `namedtensor::named`"
 )]
 pub trait DigitEq<Other> {
@@ -171,7 +171,7 @@ impl<D: Digit, R: TypeLevelId> TypeLevelId for I<D, R> {
 #[diagnostic::on_unimplemented(
     message = "cannot tell whether two dimensions are equal: one of them is a generic type parameter; state the bound that needs it (see the notes)",
     label = "dimension equality unknown here",
-    note = "a tensor type whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` for `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
+    note = "creating a tensor whose dims are generic parameters needs its shape as a bound, e.g. `where (In, Out): Shape` on the function or impl that creates a `Tensor<E, (In, Out)>` (it checks that they differ once they are known)",
     note = "a named operation on a generic shape needs its trait as a bound on the whole shape, e.g. `where S: ReduceOver<D>` for `x.sum::<D>()`: see \"Generic code\" in the docs of `namedtensor::named`"
 )]
 pub trait IdEq<Other> {

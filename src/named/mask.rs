@@ -14,6 +14,7 @@ use super::list::{
     Concat, FirstIn, FirstNotIn, HCons, HNil, Joined, ListOf, Masked, Missing, SplitAfter,
 };
 use super::reduce::ReduceOverArg;
+use super::shape::DimTuple;
 use super::shape::{Shape, ToTuple, Tuple};
 
 /// Hides `D` and every dimension left of it (Harvard NamedTensor's `mask_to`). Masking
@@ -128,7 +129,7 @@ where
         Ids::concat(P::IDS, S::IDS).as_slice(),
         Ids::concat(
             Ids::concat(P::IDS, R::IDS).as_slice(),
-            <<R as ReduceOverArg<S, P>>::Out as Shape>::IDS,
+            <<R as ReduceOverArg<S, P>>::Out as DimTuple>::IDS,
         )
         .as_slice(),
     );

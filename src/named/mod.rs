@@ -55,11 +55,15 @@
 //! | `split` / `merge` | `S: ReplaceDim<D, With>` / `S: MergeDims<Src, New>` |
 //! | `mask` / `mask_to` | `S: MaskDims<R>` / `S: MaskTo<D>` |
 //!
-//! A tuple of generic dims is a shape once the tuple is a bound, `where (In, Out): Shape`:
-//! whether `In` and `Out` differ is known only when they are, so the bound carries the check
-//! to each use with concrete dims. Leaving a bound out is an error whose first line says
-//! so (the list traits that rustc's own suggestion names are internal). An operation that
-//! produces private dims is bounded with them, e.g. `Contract<H, K, Private = ()>`.
+//! A struct or function may hold and pass tensors whose dims are generic parameters,
+//! `Tensor<f32, (In, Out)>`, with no bound: the type asks only for a [`DimTuple`]. Creating
+//! one (`zeros`, `randn`, `refine_names`, `load`) asks for a [`Shape`], whose dims are
+//! distinct; whether `In` and `Out` differ is known only once they are concrete, so
+//! generic code that creates such a tensor states `where (In, Out): Shape`, and the check
+//! happens at each use with concrete dims. Leaving a bound out is an error whose first
+//! line says so (the list traits that rustc's own suggestion names are internal). An
+//! operation that produces private dims is bounded with them, e.g. `Contract<H, K, Private
+//! = ()>`.
 //!
 //! ```
 //! use namedtensor::named::{Contract, Dim, HasDim, ReduceOver, Shape};
@@ -79,8 +83,20 @@
 //! {
 //!     q.dot(H::default(), k)
 //! }
-//! struct Layer<In: Dim, Out: Dim> where (In, Out): Shape {
+//! struct Layer<In: Dim, Out: Dim> {
 //!     weight: Tensor<f32, (In, Out)>,
+//! }
+//! impl<In: Dim, Out: Dim> Layer<In, Out> {
+//!     // Only creating a tensor asks whether `In` and `Out` differ.
+//!     fn new(rows: usize, cols: usize) -> Self
+//!     where
+//!         (In, Out): Shape,
+//!     {
+//!         Layer { weight: Tensor::ones([rows, cols]) }
+//!     }
+//!     fn total(&self) -> f32 {
+//!         self.weight.to_vec().iter().sum()
+//!     }
 //! }
 //!
 //! let x = Tensor::<f32, (Batch, Seq, Hidden)>::ones([2, 3, 4]);
@@ -90,8 +106,9 @@
 //! let k = Tensor::<f32, (Batch, Key, Hidden)>::ones([2, 5, 4]);
 //! let s: Tensor<f32, (Batch, Query, Key)> = scores::<_, _, Hidden>(&q, &k);
 //! assert_eq!(s.to_vec()[0], 4.0);
-//! let layer = Layer::<Hidden, Key> { weight: Tensor::ones([4, 5]) };
+//! let layer = Layer::<Hidden, Key>::new(4, 5);
 //! assert_eq!(layer.weight.shape(), &[4, 5]);
+//! assert_eq!(layer.total(), 20.0);
 //! ```
 //!
 //! # How it works
@@ -140,7 +157,7 @@ pub use mask::{MaskDims, MaskTo, Unmask};
 pub use reduce::{HasDim, ReduceOver, RemoveDim, axis_of};
 pub use rename::Rename;
 pub use reshape::{MergeDims, ReplaceDim, Stack};
-pub use shape::{MAX_RANK, RankTooLarge, Shape, ToTuple, Tuple, names, rank};
+pub use shape::{DimTuple, MAX_RANK, RankTooLarge, Shape, ToTuple, Tuple, names, rank};
 
 #[doc(hidden)]
 pub use namedtensor_macros::__dims;

@@ -137,7 +137,7 @@ where
 /// Generic code states the operation as a bound on the whole shape:
 ///
 /// ```
-/// use namedtensor::named::{names, ReduceOver, Shape};
+/// use namedtensor::named::{DimTuple, ReduceOver};
 /// namedtensor::dims! { Batch, Seq, Hidden }
 /// fn pooled_names<S: ReduceOver<Seq>>() -> &'static [&'static str] {
 ///     <S as ReduceOver<Seq>>::Out::NAMES

@@ -1,5 +1,5 @@
 //! Shapes: tuples of distinct dimension types, `(Batch, Rows, Cols)`, of rank 0 to
-//! [`MAX_RANK`].
+//! [`MAX_RANK`], and [`DimTuple`], the same tuples without the distinctness check.
 
 use super::assert::NoDuplicate;
 use super::dim::Dim;
@@ -12,31 +12,27 @@ use super::list::{FindDup, HCons, HNil};
 /// ```
 pub const MAX_RANK: usize = 12;
 
-/// A tuple of at most [`MAX_RANK`] distinct dimension types: the dims of a tensor.
-///
-/// Distinctness is part of the trait, so a type with a repeated dimension is rejected
-/// wherever it is written. The associated constants describe the shape at run time.
+/// A tuple of at most [`MAX_RANK`] dimension types, repeated or not: what the dims of a
+/// [`Tensor`](crate::Tensor) type may be written with. It holds for a tuple of generic dims,
+/// `(In, Out)`, with no bound, so a struct or function over generic dims can hold and pass
+/// tensors without stating anything. Creating a tensor asks for [`Shape`], which adds
+/// distinctness. The associated constants describe the dims at run time. (Not to be
+/// confused with [`Dims`](super::Dims), the argument of reductions: one dim or a tuple.)
 ///
 /// ```
-/// use namedtensor::named::Shape;
+/// use namedtensor::named::DimTuple;
 /// namedtensor::dims! { Batch, Rows, Cols }
 /// type Image = (Batch, Rows, Cols);
 /// assert_eq!(Image::RANK, 3);
 /// assert_eq!(Image::NAMES, ["Batch", "Rows", "Cols"]);
 /// assert_eq!(Image::IDS[1], <Rows as namedtensor::Dim>::ID);
 /// ```
-///
-/// ```compile_fail
-/// # use namedtensor::named::Shape;
-/// # namedtensor::dims! { Batch, Rows }
-/// let _ = <(Rows, Batch, Rows) as Shape>::RANK; // `Rows` appears twice
-/// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a tensor shape",
-    label = "not a tuple of distinct `dims!` types",
-    note = "a shape is a tuple of at most 12 distinct dimension types declared with `dims!`, e.g. `(Batch, Rows, Cols)`"
+    message = "`{Self}` is not a tuple of dimensions",
+    label = "not a tuple of `dims!` types",
+    note = "the dims of a tensor are a tuple of at most 12 dimension types declared with `dims!`, e.g. `(Batch, Rows, Cols)`"
 )]
-pub trait Shape: AsList + 'static {
+pub trait DimTuple: AsList + 'static {
     /// Number of dimensions.
     const RANK: usize;
     /// The dimensions' names, in order.
@@ -44,6 +40,34 @@ pub trait Shape: AsList + 'static {
     /// The dimensions' ids, in order.
     const IDS: &'static [u64];
 }
+
+/// A tuple of at most [`MAX_RANK`] distinct dimension types: the dims of a tensor.
+///
+/// Every way of creating a [`Tensor`](crate::Tensor) (`zeros`, `refine_names`, `load`, …)
+/// asks for it, and every named operation's result has it, so a tensor whose dims repeat
+/// is rejected where it would be created; methods on an existing tensor ask only for
+/// [`DimTuple`]. Generic code that creates a `Tensor<E, (In, Out)>` states
+/// `where (In, Out): Shape`, which is checked where `In` and `Out` become concrete.
+///
+/// ```
+/// use namedtensor::named::{DimTuple, Shape};
+/// namedtensor::dims! { Batch, Rows }
+/// fn rank<S: Shape>() -> usize { S::RANK }
+/// assert_eq!(rank::<(Batch, Rows)>(), 2);
+/// ```
+///
+/// ```compile_fail
+/// # use namedtensor::named::Shape;
+/// # namedtensor::dims! { Batch, Rows }
+/// fn check<S: Shape>() {}
+/// check::<(Rows, Batch, Rows)>(); // `Rows` appears twice
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tensor shape",
+    label = "not a tuple of distinct `dims!` types",
+    note = "a shape is a tuple of at most 12 distinct dimension types declared with `dims!`, e.g. `(Batch, Rows, Cols)`"
+)]
+pub trait Shape: DimTuple {}
 
 /// The list form of a tuple (see [`ListOf`](super::list::ListOf)), without [`Shape`]'s
 /// duplicate check: the algebra needs a shape's list many times per operation, and
@@ -118,14 +142,17 @@ macro_rules! list_of {
 
 macro_rules! tuple_shapes {
     ($(($($T:ident),*))*) => {$(
+        impl<$($T: Dim),*> DimTuple for ($($T,)*) {
+            const RANK: usize = Self::NAMES.len();
+            const NAMES: &'static [&'static str] = &[$($T::NAME),*];
+            const IDS: &'static [u64] = &[$($T::ID),*];
+        }
+
         impl<$($T: Dim),*> Shape for ($($T,)*)
         where
             list_of!($($T),*): FindDup,
             <list_of!($($T),*) as FindDup>::Out: NoDuplicate<Self>,
         {
-            const RANK: usize = Self::NAMES.len();
-            const NAMES: &'static [&'static str] = &[$($T::NAME),*];
-            const IDS: &'static [u64] = &[$($T::ID),*];
         }
 
         impl<$($T),*> AsList for ($($T,)*) {

@@ -14,7 +14,8 @@ use super::Tensor;
 use super::view::aligned;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::{Alignment, Broadcast, BroadcastPositional, SameDims, Shape};
+use crate::named::DimTuple;
+use crate::named::{Alignment, Broadcast, BroadcastPositional, SameDims};
 use crate::ops::{DivOutput, Promote, Promoted};
 use crate::tensor::{DynTensor, or_panic};
 
@@ -84,7 +85,7 @@ fn size_mismatch<A: Element, B: Element>(
     ))
 }
 
-pub(super) fn full_names<S: Shape, P: Shape>() -> Vec<&'static str> {
+pub(super) fn full_names<S: DimTuple, P: DimTuple>() -> Vec<&'static str> {
     P::NAMES.iter().chain(S::NAMES).copied().collect()
 }
 
@@ -100,7 +101,7 @@ type Positional<O, S, S2, P, P2> = Tensor<
 macro_rules! named_binary {
     ($($Trait:ident $op:ident $try_op:ident $strict:ident $try_strict:ident
         $positional:ident $try_positional:ident $Out:ident;)*) => {$(
-        impl<A: Element, S: Shape, P: Shape> Tensor<A, S, P> {
+        impl<A: Element, S: DimTuple, P: DimTuple> Tensor<A, S, P> {
             #[doc = concat!("`", stringify!($op), "` broadcasting by name: the result has `self`'s dims, then the dims of `other` that `self` lacks; sizes must be equal or 1. Panics where `try_", stringify!($op), "` fails.")]
             ///
             /// ```
@@ -111,7 +112,7 @@ macro_rules! named_binary {
             #[doc = concat!("assert_eq!(a.", stringify!($op), "(&b).shape(), &[2, 3]);")]
             /// ```
             #[track_caller]
-            pub fn $op<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> ByName<$Out<A, B>, S, S2, P, P2>
+            pub fn $op<B: Element, S2: DimTuple, P2: DimTuple>(&self, other: &Tensor<B, S2, P2>) -> ByName<$Out<A, B>, S, S2, P, P2>
             where
                 A: Promote<B>,
                 S: Broadcast<S2, P, P2>,
@@ -120,7 +121,7 @@ macro_rules! named_binary {
             }
 
             #[doc = concat!("`", stringify!($op), "` by name, or an error naming the dim whose sizes disagree.")]
-            pub fn $try_op<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Result<ByName<$Out<A, B>, S, S2, P, P2>>
+            pub fn $try_op<B: Element, S2: DimTuple, P2: DimTuple>(&self, other: &Tensor<B, S2, P2>) -> Result<ByName<$Out<A, B>, S, S2, P, P2>>
             where
                 A: Promote<B>,
                 S: Broadcast<S2, P, P2>,
@@ -139,7 +140,7 @@ macro_rules! named_binary {
 
             #[doc = concat!("`", stringify!($op), "` of tensors with the same dims (in any order); the result has `self`'s order. Panics on sizes that disagree.")]
             #[track_caller]
-            pub fn $strict<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Strict<$Out<A, B>, S, S2, P, P2>
+            pub fn $strict<B: Element, S2: DimTuple, P2: DimTuple>(&self, other: &Tensor<B, S2, P2>) -> Strict<$Out<A, B>, S, S2, P, P2>
             where
                 A: Promote<B>,
                 S: SameDims<S2, P, P2>,
@@ -148,7 +149,7 @@ macro_rules! named_binary {
             }
 
             #[doc = concat!("The strict `", stringify!($op), "`, or an error naming the dim whose sizes disagree.")]
-            pub fn $try_strict<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Result<Strict<$Out<A, B>, S, S2, P, P2>>
+            pub fn $try_strict<B: Element, S2: DimTuple, P2: DimTuple>(&self, other: &Tensor<B, S2, P2>) -> Result<Strict<$Out<A, B>, S, S2, P, P2>>
             where
                 A: Promote<B>,
                 S: SameDims<S2, P, P2>,
@@ -167,7 +168,7 @@ macro_rules! named_binary {
 
             #[doc = concat!("`", stringify!($op), "` with PyTorch's positional broadcasting, where the names aligned from the right must match. Panics on sizes that disagree.")]
             #[track_caller]
-            pub fn $positional<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Positional<$Out<A, B>, S, S2, P, P2>
+            pub fn $positional<B: Element, S2: DimTuple, P2: DimTuple>(&self, other: &Tensor<B, S2, P2>) -> Positional<$Out<A, B>, S, S2, P, P2>
             where
                 A: Promote<B>,
                 S: BroadcastPositional<S2, P, P2>,
@@ -176,7 +177,7 @@ macro_rules! named_binary {
             }
 
             #[doc = concat!("The positional `", stringify!($op), "`, or an error naming the dim whose sizes disagree.")]
-            pub fn $try_positional<B: Element, S2: Shape, P2: Shape>(&self, other: &Tensor<B, S2, P2>) -> Result<Positional<$Out<A, B>, S, S2, P, P2>>
+            pub fn $try_positional<B: Element, S2: DimTuple, P2: DimTuple>(&self, other: &Tensor<B, S2, P2>) -> Result<Positional<$Out<A, B>, S, S2, P, P2>>
             where
                 A: Promote<B>,
                 S: BroadcastPositional<S2, P, P2>,
@@ -199,9 +200,9 @@ macro_rules! named_binary {
             A: Promote<B>,
             B: Element,
             S: Broadcast<S2, P, P2>,
-            S2: Shape,
-            P: Shape,
-            P2: Shape,
+            S2: DimTuple,
+            P: DimTuple,
+            P2: DimTuple,
         {
             type Output = ByName<$Out<A, B>, S, S2, P, P2>;
             #[track_caller]
@@ -215,9 +216,9 @@ macro_rules! named_binary {
             A: Promote<B>,
             B: Element,
             S: Broadcast<S2, P, P2>,
-            S2: Shape,
-            P: Shape,
-            P2: Shape,
+            S2: DimTuple,
+            P: DimTuple,
+            P2: DimTuple,
         {
             type Output = ByName<$Out<A, B>, S, S2, P, P2>;
             #[track_caller]
@@ -231,9 +232,9 @@ macro_rules! named_binary {
             A: Promote<B>,
             B: Element,
             S: Broadcast<S2, P, P2>,
-            S2: Shape,
-            P: Shape,
-            P2: Shape,
+            S2: DimTuple,
+            P: DimTuple,
+            P2: DimTuple,
         {
             type Output = ByName<$Out<A, B>, S, S2, P, P2>;
             #[track_caller]
@@ -247,9 +248,9 @@ macro_rules! named_binary {
             A: Promote<B>,
             B: Element,
             S: Broadcast<S2, P, P2>,
-            S2: Shape,
-            P: Shape,
-            P2: Shape,
+            S2: DimTuple,
+            P: DimTuple,
+            P2: DimTuple,
         {
             type Output = ByName<$Out<A, B>, S, S2, P, P2>;
             #[track_caller]
@@ -286,7 +287,7 @@ fn moved_view<E: Element, F: Element>(input: &DynTensor<E>, out: &DynTensor<F>) 
     })
 }
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Applies a positional operation that keeps every element where it is (elementwise
     /// math, a cast, a custom kernel, …) and keeps the names: the escape hatch for what the
     /// named methods (`x.exp()`, `&x * 2.0`, `x.gt_scalar(0.0)`, …) do not cover. The names

@@ -5,7 +5,8 @@ use super::Tensor;
 use super::view::view_unless_identity;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::{Contract, MatMul, Shape};
+use crate::named::DimTuple;
+use crate::named::{Contract, MatMul};
 use crate::tensor::or_panic;
 
 type DotOut<E, S, K, S2, P, P2> =
@@ -13,7 +14,7 @@ type DotOut<E, S, K, S2, P, P2> =
 type MatMulOut<E, S, S2, P, P2> =
     Tensor<E, <S as MatMul<S2, P, P2>>::Out, <S as MatMul<S2, P, P2>>::Private>;
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Multiplies with `other` and sums over the dims `K` (one dim or a tuple), which both
     /// must have. Dims both have that are not contracted are batch dims. The result's dims
     /// are the batch dims (in `self`'s order), then `self`'s other dims, then `other`'s.
@@ -29,7 +30,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!(scores.to_vec()[0], 4.0);
     /// ```
     #[track_caller]
-    pub fn dot<K, S2: Shape, P2: Shape>(
+    pub fn dot<K, S2: DimTuple, P2: DimTuple>(
         &self,
         dims: K,
         other: &Tensor<E, S2, P2>,
@@ -41,7 +42,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 
     /// [`Tensor::dot`], or an error naming the dims whose sizes disagree.
-    pub fn try_dot<K, S2: Shape, P2: Shape>(
+    pub fn try_dot<K, S2: DimTuple, P2: DimTuple>(
         &self,
         _dims: K,
         other: &Tensor<E, S2, P2>,
@@ -76,8 +77,8 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
         };
         if let Some(i) = (0..b).find(|&i| ls[i] != rs[i] && ls[i] != 1 && rs[i] != 1) {
             // The batch dims lead the result's full list of names (private dims first).
-            let private = <<S as Contract<K, S2, P, P2>>::Private as Shape>::NAMES;
-            let visible = <<S as Contract<K, S2, P, P2>>::Out as Shape>::NAMES;
+            let private = <<S as Contract<K, S2, P, P2>>::Private as DimTuple>::NAMES;
+            let visible = <<S as Contract<K, S2, P, P2>>::Out as DimTuple>::NAMES;
             let name = private.iter().chain(visible).nth(i).copied().unwrap_or("?");
             return Err(mismatch("batch", name, ls[i], rs[i]));
         }
@@ -120,7 +121,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!(c.shape(), &[2, 3, 5]);
     /// ```
     #[track_caller]
-    pub fn matmul<S2: Shape, P2: Shape>(
+    pub fn matmul<S2: DimTuple, P2: DimTuple>(
         &self,
         other: &Tensor<E, S2, P2>,
     ) -> MatMulOut<E, S, S2, P, P2>
@@ -131,7 +132,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 
     /// [`Tensor::matmul`], or an error when sizes disagree.
-    pub fn try_matmul<S2: Shape, P2: Shape>(
+    pub fn try_matmul<S2: DimTuple, P2: DimTuple>(
         &self,
         other: &Tensor<E, S2, P2>,
     ) -> Result<MatMulOut<E, S, S2, P, P2>>
@@ -150,7 +151,10 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
 
 /// The name of the full tensor's axis that lands at `pos` after `plan` (no insertions
 /// precede contracted axes, so `pos` indexes the permutation).
-fn contracted_name<S: Shape, P: Shape>(plan: &crate::named::Alignment, pos: usize) -> &'static str {
+fn contracted_name<S: DimTuple, P: DimTuple>(
+    plan: &crate::named::Alignment,
+    pos: usize,
+) -> &'static str {
     let names: Vec<&'static str> = P::NAMES.iter().chain(S::NAMES).copied().collect();
     let inserted_before = plan.insert.iter().filter(|&&d| (d as usize) < pos).count();
     plan.perm

@@ -2,7 +2,7 @@
 
 use super::Tensor;
 use crate::dtype::{Element, Float};
-use crate::named::Shape;
+use crate::named::{DimTuple, Shape};
 use crate::tensor::DynTensor;
 
 /// A shape's sizes: an array with one `usize` per dim, so giving the wrong number of sizes
@@ -42,7 +42,7 @@ shape_sizes! {
     12: (A, B, C, D, E, F, G, H, I, J, K, L)
 }
 
-impl<E: Element, S: ShapeSizes> Tensor<E, S> {
+impl<E: Element, S: DimTuple> Tensor<E, S> {
     /// A tensor of `value`s with one size per dim.
     ///
     /// ```
@@ -51,7 +51,10 @@ impl<E: Element, S: ShapeSizes> Tensor<E, S> {
     /// assert_eq!(Tensor::<i8, (Rows, Cols)>::full([1, 2], 7).to_vec(), vec![7, 7]);
     /// ```
     #[track_caller]
-    pub fn full(sizes: S::Sizes, value: E) -> Self {
+    pub fn full(sizes: S::Sizes, value: E) -> Self
+    where
+        S: ShapeSizes,
+    {
         Tensor::wrap(DynTensor::full(sizes.as_ref(), value))
     }
 
@@ -63,7 +66,10 @@ impl<E: Element, S: ShapeSizes> Tensor<E, S> {
     /// assert_eq!(Tensor::<f64, (Rows,)>::zeros([2]).to_vec(), vec![0.0, 0.0]);
     /// ```
     #[track_caller]
-    pub fn zeros(sizes: S::Sizes) -> Self {
+    pub fn zeros(sizes: S::Sizes) -> Self
+    where
+        S: ShapeSizes,
+    {
         Self::full(sizes, E::ZERO)
     }
 
@@ -75,7 +81,10 @@ impl<E: Element, S: ShapeSizes> Tensor<E, S> {
     /// assert_eq!(Tensor::<f32, (Rows,)>::ones([2]).to_vec(), vec![1.0, 1.0]);
     /// ```
     #[track_caller]
-    pub fn ones(sizes: S::Sizes) -> Self {
+    pub fn ones(sizes: S::Sizes) -> Self
+    where
+        S: ShapeSizes,
+    {
         Self::full(sizes, E::ONE)
     }
 
@@ -89,7 +98,10 @@ impl<E: Element, S: ShapeSizes> Tensor<E, S> {
     /// assert_eq!(t.size::<Rows>(), 3);
     /// ```
     #[track_caller]
-    pub fn from_vec(data: Vec<E>, sizes: S::Sizes) -> Self {
+    pub fn from_vec(data: Vec<E>, sizes: S::Sizes) -> Self
+    where
+        S: ShapeSizes,
+    {
         Tensor::wrap(DynTensor::from_vec(data, sizes.as_ref()))
     }
 
@@ -100,12 +112,15 @@ impl<E: Element, S: ShapeSizes> Tensor<E, S> {
     /// dims! { Rows }
     /// assert!(Tensor::<f32, (Rows,)>::try_from_vec(vec![1.0], [2]).is_err());
     /// ```
-    pub fn try_from_vec(data: Vec<E>, sizes: S::Sizes) -> crate::Result<Self> {
+    pub fn try_from_vec(data: Vec<E>, sizes: S::Sizes) -> crate::Result<Self>
+    where
+        S: ShapeSizes,
+    {
         Ok(Tensor::wrap(DynTensor::try_from_vec(data, sizes.as_ref())?))
     }
 }
 
-impl<E: Float, S: ShapeSizes> Tensor<E, S> {
+impl<E: Float, S: DimTuple> Tensor<E, S> {
     /// Seeded uniform samples from `[0, 1)`, one size per dim.
     ///
     /// ```
@@ -114,7 +129,10 @@ impl<E: Float, S: ShapeSizes> Tensor<E, S> {
     /// let a = Tensor::<f32, (Rows,)>::rand([3], 1);
     /// assert_eq!(a.to_vec(), Tensor::<f32, (Rows,)>::rand([3], 1).to_vec());
     /// ```
-    pub fn rand(sizes: S::Sizes, seed: u64) -> Self {
+    pub fn rand(sizes: S::Sizes, seed: u64) -> Self
+    where
+        S: ShapeSizes,
+    {
         Tensor::wrap(DynTensor::rand(sizes.as_ref(), seed))
     }
 
@@ -125,7 +143,10 @@ impl<E: Float, S: ShapeSizes> Tensor<E, S> {
     /// dims! { Batch, Hidden }
     /// assert_eq!(Tensor::<f32, (Batch, Hidden)>::randn([2, 8], 0).shape(), &[2, 8]);
     /// ```
-    pub fn randn(sizes: S::Sizes, seed: u64) -> Self {
+    pub fn randn(sizes: S::Sizes, seed: u64) -> Self
+    where
+        S: ShapeSizes,
+    {
         Tensor::wrap(DynTensor::randn(sizes.as_ref(), seed))
     }
 
@@ -137,7 +158,10 @@ impl<E: Float, S: ShapeSizes> Tensor<E, S> {
     /// assert_eq!(Tensor::<f64, (Rows,)>::normal([2], 5.0, 0.0, 0).to_vec(), vec![5.0, 5.0]);
     /// ```
     #[track_caller]
-    pub fn normal(sizes: S::Sizes, mean: f64, std: f64, seed: u64) -> Self {
+    pub fn normal(sizes: S::Sizes, mean: f64, std: f64, seed: u64) -> Self
+    where
+        S: ShapeSizes,
+    {
         Tensor::wrap(DynTensor::normal(sizes.as_ref(), mean, std, seed))
     }
 }

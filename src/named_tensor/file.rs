@@ -12,7 +12,7 @@
 use super::Tensor;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::Shape;
+use crate::named::{DimTuple, Shape};
 use crate::tensor::DynTensor;
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,7 +20,7 @@ use std::path::Path;
 const NAME: &str = "tensor";
 const DIMS_KEY: &str = "dims.tensor";
 
-impl<E: Element, S: Shape> Tensor<E, S> {
+impl<E: Element, S: DimTuple> Tensor<E, S> {
     /// Writes this tensor to a safetensors file at `path` (replacing it), with its dim names
     /// in the file's metadata; [`Tensor::load`] checks them.
     ///
@@ -44,7 +44,10 @@ impl<E: Element, S: Shape> Tensor<E, S> {
     /// Reads the one tensor of a safetensors file. Errors: those of [`DynTensor::load`], and
     /// [`ErrorKind::ShapeMismatch`] when the file records other dim names or the rank differs
     /// from `S`'s.
-    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Self>
+    where
+        S: Shape,
+    {
         let path = path.as_ref();
         let (mut tensors, metadata) = crate::ops::load_with_metadata::<E>(path)?;
         if tensors.len() != 1 {
@@ -97,7 +100,10 @@ impl<E: Element, S: Shape> Tensor<E, S> {
     /// assert!(Tensor::<i64, (Rows,)>::load_npy(&path).is_err());
     /// std::fs::remove_file(&path).unwrap();
     /// ```
-    pub fn load_npy(path: impl AsRef<Path>) -> Result<Self> {
+    pub fn load_npy(path: impl AsRef<Path>) -> Result<Self>
+    where
+        S: Shape,
+    {
         let path = path.as_ref();
         DynTensor::<E>::load_npy(path)?
             .try_refine_names()

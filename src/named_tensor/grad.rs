@@ -7,10 +7,10 @@ use super::Tensor;
 use crate::autograd::BackwardOptions;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::named::Shape;
+use crate::named::DimTuple;
 use crate::tensor::or_panic;
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// This tensor marked (or unmarked) as a leaf that requires grad. Panics where
     /// [`Tensor::try_requires_grad_`] fails.
     ///

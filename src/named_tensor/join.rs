@@ -3,13 +3,14 @@
 use super::Tensor;
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::named::{HasDim, ReplaceDim, Shape, Stack};
+use crate::named::DimTuple;
+use crate::named::{HasDim, ReplaceDim, Stack};
 use crate::tensor::{DynTensor, or_panic};
 
 /// `Self` with dim `D` replaced by the index tensor's dims `I`.
 type Selected<E, S, D, I, P> = Tensor<E, <S as ReplaceDim<D, I, P>>::Out, P>;
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Concatenates tensors with the same dims along `D` (sizes of the other dims must
     /// agree). Panics where [`Tensor::try_cat`] fails.
     ///
@@ -89,7 +90,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     /// assert_eq!(emb.to_vec(), vec![6., 7., 0., 1., 2., 3., 2., 3.]);
     /// ```
     #[track_caller]
-    pub fn index_select<D, I: Shape>(
+    pub fn index_select<D, I: DimTuple>(
         &self,
         dim: D,
         index: &Tensor<i64, I>,
@@ -101,7 +102,7 @@ impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 
     /// [`Tensor::index_select`], or an error for an index out of range.
-    pub fn try_index_select<D, I: Shape>(
+    pub fn try_index_select<D, I: DimTuple>(
         &self,
         _dim: D,
         index: &Tensor<i64, I>,

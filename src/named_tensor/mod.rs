@@ -32,15 +32,20 @@ pub use create::ShapeSizes;
 
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::{HasDim, Shape};
+use crate::named::{DimTuple, HasDim, Shape};
 use crate::tensor::DynTensor;
 use std::fmt;
 use std::marker::PhantomData;
 
 /// A tensor with named dims `S` (visible) and `P` (private, see [`Tensor::mask_to`]).
 ///
-/// Invariant: the positional tensor inside has rank `P::RANK + S::RANK`, its first
-/// `P::RANK` axes are the private dims and the rest are `S`, in order.
+/// Invariants: the positional tensor inside has rank `P::RANK + S::RANK`, its first
+/// `P::RANK` axes are the private dims and the rest are `S`, in order; `S` and `P` are
+/// [`Shape`]s (no dim repeats). The type asks only for [`DimTuple`], so code generic over
+/// dims holds `Tensor<E, (In, Out)>` with no bound. Every way of creating a tensor asks for
+/// [`Shape`] (`zeros`, `from_vec`, `refine_names`, `load`, …) and every named operation's
+/// result dims are a [`Shape`] by its trait, so no tensor with repeated dims can exist and
+/// methods on an existing tensor need not check again.
 ///
 /// ```
 /// use namedtensor::{dims, DynTensor, Tensor};
@@ -73,12 +78,12 @@ use std::marker::PhantomData;
 /// let dark = Tensor::<f32, (Width, Height)>::zeros([2, 2]).lt_scalar(0.5); // all true
 /// assert!(img.masked_fill(&dark, 0.0).to_vec().iter().all(|&v| v == 0.0));
 /// ```
-pub struct Tensor<E: Element, S: Shape, P: Shape = ()> {
+pub struct Tensor<E: Element, S: DimTuple, P: DimTuple = ()> {
     raw: DynTensor<E>,
     names: PhantomData<fn() -> (S, P)>,
 }
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Wraps a positional tensor whose rank is known to be `P::RANK + S::RANK`.
     pub(crate) fn wrap(raw: DynTensor<E>) -> Self {
         debug_assert_eq!(
@@ -339,14 +344,14 @@ impl<E: Element> DynTensor<E> {
     }
 }
 
-impl<E: Element, S: Shape, P: Shape> Clone for Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Clone for Tensor<E, S, P> {
     /// A deep copy, like [`DynTensor`]'s `clone`.
     fn clone(&self) -> Self {
         Tensor::wrap(self.raw.clone())
     }
 }
 
-impl<E: Element, S: Shape, P: Shape> fmt::Display for Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> fmt::Display for Tensor<E, S, P> {
     /// The positional display followed by the names, as PyTorch prints named tensors.
     ///
     /// ```
@@ -372,7 +377,7 @@ impl<E: Element, S: Shape, P: Shape> fmt::Display for Tensor<E, S, P> {
     }
 }
 
-impl<E: Element, S: Shape, P: Shape> fmt::Debug for Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> fmt::Debug for Tensor<E, S, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,

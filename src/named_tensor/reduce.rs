@@ -2,7 +2,8 @@
 
 use super::Tensor;
 use crate::dtype::{Element, Float};
-use crate::named::{HasDim, ReduceOver, RemoveDim, Shape};
+use crate::named::DimTuple;
+use crate::named::{HasDim, ReduceOver, RemoveDim};
 use crate::ops::SumOutput;
 
 type Reduced<O, S, R, P> = Tensor<O, <S as ReduceOver<R, P>>::Out, P>;
@@ -13,7 +14,7 @@ type MaxAlong<E, S, D, P> = (Removed<E, S, D, P>, Removed<i64, S, D, P>);
 
 macro_rules! named_reductions {
     ($bound:ident; $($op:ident $keep:ident $pos:ident $Out:ty, $doc:literal;)*) => {
-        impl<E: $bound, S: Shape, P: Shape> Tensor<E, S, P> {$(
+        impl<E: $bound, S: DimTuple, P: DimTuple> Tensor<E, S, P> {$(
             #[doc = concat!("The ", $doc, " over the dim or tuple of dims `R`, which the result no longer has.")]
             ///
             /// ```
@@ -52,7 +53,7 @@ named_reductions! { Float;
     logsumexp logsumexp_keepdim logsumexp_dims E, "log-sum-exp";
 }
 
-impl<E: Float, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Float, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// The variance over `R` with Bessel's `correction` (1 for the unbiased estimate).
     ///
     /// ```
@@ -135,7 +136,7 @@ impl<E: Float, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 }
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// The index of the largest entry along `D`, which the result no longer has.
     ///
     /// ```

@@ -13,7 +13,8 @@ use super::view::aligned;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::broadcast_shapes;
-use crate::named::{AlignTo, Broadcast, PermuteTo, RemoveDim, Shape};
+use crate::named::DimTuple;
+use crate::named::{AlignTo, Broadcast, PermuteTo, RemoveDim};
 use crate::ops::{Promote, Promoted, ScalarPromote, try_where_};
 use crate::tensor::or_panic;
 
@@ -50,7 +51,7 @@ fn fits(
 
 macro_rules! named_comparisons {
     ($($name:ident $try_name:ident $name_s:ident $sym:literal;)*) => {
-        impl<A: Element, S: Shape, P: Shape> Tensor<A, S, P> {$(
+        impl<A: Element, S: DimTuple, P: DimTuple> Tensor<A, S, P> {$(
             #[doc = concat!("Elementwise `self ", $sym, " other` → `bool`, broadcasting by name \
                 as [`Tensor::add`] does (mixed types compare after promotion). Panics where \
                 [`Tensor::", stringify!($try_name), "`] fails.")]
@@ -66,7 +67,7 @@ macro_rules! named_comparisons {
                 "(b.as_dyn()).to_vec());")]
             /// ```
             #[track_caller]
-            pub fn $name<B: Element, S2: Shape, P2: Shape>(
+            pub fn $name<B: Element, S2: DimTuple, P2: DimTuple>(
                 &self,
                 other: &Tensor<B, S2, P2>,
             ) -> ByName<bool, S, S2, P, P2>
@@ -79,7 +80,7 @@ macro_rules! named_comparisons {
 
             #[doc = concat!("[`Tensor::", stringify!($name), "`], or an error naming the dim \
                 whose sizes disagree.")]
-            pub fn $try_name<B: Element, S2: Shape, P2: Shape>(
+            pub fn $try_name<B: Element, S2: DimTuple, P2: DimTuple>(
                 &self,
                 other: &Tensor<B, S2, P2>,
             ) -> Result<ByName<bool, S, S2, P, P2>>
@@ -136,7 +137,7 @@ type ChosenDims<S, S2, P, P2> = <S as Broadcast<S2, P, P2>>::Out;
 /// The dims left by [`Tensor::take_along`].
 type Taken<E, S, D, P> = Tensor<E, <S as RemoveDim<D, P>>::Out, P>;
 
-impl<A: Element, S: Shape, P: Shape> Tensor<A, S, P> {
+impl<A: Element, S: DimTuple, P: DimTuple> Tensor<A, S, P> {
     /// `self` where `cond` holds, `other` elsewhere (PyTorch's `torch.where(cond, self,
     /// other)`), by name: `self` and `other` broadcast as in [`Tensor::add`], and `cond` may
     /// have any of the result's dims, in any order. Panics where [`Tensor::try_where_`] fails.
@@ -152,7 +153,7 @@ impl<A: Element, S: Shape, P: Shape> Tensor<A, S, P> {
     /// assert_eq!(out.to_vec(), vec![1., 1., 1., 1., 1., 1., 0., 0., 0., 1., 1., 1.]);
     /// ```
     #[track_caller]
-    pub fn where_<B: Element, S2: Shape, P2: Shape, SC>(
+    pub fn where_<B: Element, S2: DimTuple, P2: DimTuple, SC>(
         &self,
         cond: &Tensor<bool, SC>,
         other: &Tensor<B, S2, P2>,
@@ -176,7 +177,7 @@ impl<A: Element, S: Shape, P: Shape> Tensor<A, S, P> {
     /// let err = t.try_where_(&cond, &t).unwrap_err();
     /// assert!(err.to_string().contains("dim `Cols` has size 4 in the condition and 3"), "{err}");
     /// ```
-    pub fn try_where_<B: Element, S2: Shape, P2: Shape, SC>(
+    pub fn try_where_<B: Element, S2: DimTuple, P2: DimTuple, SC>(
         &self,
         cond: &Tensor<bool, SC>,
         other: &Tensor<B, S2, P2>,

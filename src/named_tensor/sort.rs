@@ -2,12 +2,13 @@
 
 use super::Tensor;
 use crate::dtype::Element;
-use crate::named::{HasDim, Shape};
+use crate::named::DimTuple;
+use crate::named::HasDim;
 
 /// Sorted values and the indices they came from, with `Self`'s dims.
 type SortedAlong<E, S, P> = (Tensor<E, S, P>, Tensor<i64, S, P>);
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// The entries sorted along `D` (ascending, or descending), stably, NaN above every
     /// number, and the index along `D` each came from (see [`DynTensor::sort`](crate::DynTensor::sort)).
     ///

@@ -4,13 +4,13 @@
 
 use super::Tensor;
 use crate::dtype::{Element, Float, Numeric};
-use crate::named::Shape;
+use crate::named::DimTuple;
 use crate::ops::{ScalarDivOutput, ScalarPromote, ScalarPromoted};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 macro_rules! named_unary {
     ($bound:ident; $($name:ident),* $(,)?) => {
-        impl<E: $bound, S: Shape, P: Shape> Tensor<E, S, P> {$(
+        impl<E: $bound, S: DimTuple, P: DimTuple> Tensor<E, S, P> {$(
             #[doc = concat!("[`DynTensor::", stringify!($name), "`](crate::DynTensor::",
                 stringify!($name), ") elementwise; names unchanged.")]
             pub fn $name(&self) -> Self {
@@ -27,7 +27,7 @@ named_unary! { Float;
 
 named_unary! { Numeric; neg, abs, sign, square, relu }
 
-impl<E: Float, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Float, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Every element raised to `exponent`; names unchanged.
     ///
     /// ```
@@ -42,7 +42,7 @@ impl<E: Float, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 }
 
-impl<E: Numeric, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Numeric, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Every element limited to `[min, max]` (see [`DynTensor::clamp`](crate::DynTensor::clamp));
     /// names unchanged.
     ///
@@ -57,7 +57,7 @@ impl<E: Numeric, S: Shape, P: Shape> Tensor<E, S, P> {
     }
 }
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Whether `other` (of the same dims) has the same sizes and elements; see
     /// [`DynTensor::equal`](crate::DynTensor::equal).
     ///
@@ -86,28 +86,28 @@ macro_rules! named_scalar_ops {
         named_scalar_ops!(@one $s, Div, div, ScalarDivOutput);
     )*};
     (@one $s:ty, $Trait:ident, $method:ident, $Out:ident) => {
-        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<$s> for &Tensor<E, S, P> {
+        impl<E: ScalarPromote<$s>, S: DimTuple, P: DimTuple> $Trait<$s> for &Tensor<E, S, P> {
             type Output = Tensor<$Out<E, $s>, S, P>;
             #[track_caller]
             fn $method(self, rhs: $s) -> Self::Output {
                 Tensor::wrap($Trait::$method(&self.raw, rhs))
             }
         }
-        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<$s> for Tensor<E, S, P> {
+        impl<E: ScalarPromote<$s>, S: DimTuple, P: DimTuple> $Trait<$s> for Tensor<E, S, P> {
             type Output = Tensor<$Out<E, $s>, S, P>;
             #[track_caller]
             fn $method(self, rhs: $s) -> Self::Output {
                 Tensor::wrap($Trait::$method(&self.raw, rhs))
             }
         }
-        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<&Tensor<E, S, P>> for $s {
+        impl<E: ScalarPromote<$s>, S: DimTuple, P: DimTuple> $Trait<&Tensor<E, S, P>> for $s {
             type Output = Tensor<$Out<E, $s>, S, P>;
             #[track_caller]
             fn $method(self, rhs: &Tensor<E, S, P>) -> Self::Output {
                 Tensor::wrap($Trait::$method(self, &rhs.raw))
             }
         }
-        impl<E: ScalarPromote<$s>, S: Shape, P: Shape> $Trait<Tensor<E, S, P>> for $s {
+        impl<E: ScalarPromote<$s>, S: DimTuple, P: DimTuple> $Trait<Tensor<E, S, P>> for $s {
             type Output = Tensor<$Out<E, $s>, S, P>;
             #[track_caller]
             fn $method(self, rhs: Tensor<E, S, P>) -> Self::Output {
@@ -119,7 +119,7 @@ macro_rules! named_scalar_ops {
 
 named_scalar_ops!(f64, i64);
 
-impl<E: Numeric, S: Shape, P: Shape> Neg for &Tensor<E, S, P> {
+impl<E: Numeric, S: DimTuple, P: DimTuple> Neg for &Tensor<E, S, P> {
     type Output = Tensor<E, S, P>;
     /// ```
     /// use namedtensor::{dims, Tensor};
@@ -133,7 +133,7 @@ impl<E: Numeric, S: Shape, P: Shape> Neg for &Tensor<E, S, P> {
     }
 }
 
-impl<E: Numeric, S: Shape, P: Shape> Neg for Tensor<E, S, P> {
+impl<E: Numeric, S: DimTuple, P: DimTuple> Neg for Tensor<E, S, P> {
     type Output = Tensor<E, S, P>;
     fn neg(self) -> Tensor<E, S, P> {
         Tensor::wrap(-&self.raw)

@@ -5,6 +5,7 @@
 use super::Tensor;
 use crate::dtype::Element;
 use crate::error::Result;
+use crate::named::DimTuple;
 use crate::named::{
     AlignTo, Alignment, HasDim, MaskDims, MaskTo, MergeDims, PermuteTo, RemoveDim, Rename,
     ReplaceDim, Shape, Unmask,
@@ -45,7 +46,7 @@ pub(crate) fn view_unless_identity<E: Element>(
 /// `Self` with dim `D` replaced by the dims `With`.
 type Replaced<E, S, D, With, P> = Tensor<E, <S as ReplaceDim<D, With, P>>::Out, P>;
 
-impl<E: Element, S: Shape, P: Shape> Tensor<E, S, P> {
+impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Renames dim `Old` to `New` (no copy). `New` must not already be a dim.
     ///
     /// ```

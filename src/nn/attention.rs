@@ -6,7 +6,7 @@ use super::init::{derive_seed, fan_in_bound, uniform};
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::{Dim, HasDim, Shape};
+use crate::named::{Dim, DimTuple, HasDim, Shape};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -35,12 +35,7 @@ use crate::tensor::{DynTensor, or_panic};
 /// let y2 = attn.forward(&x2, Seq);
 /// assert_eq!(y.as_dyn().narrow(1, 0, 1).to_vec(), y2.as_dyn().narrow(1, 0, 1).to_vec());
 /// ```
-pub struct MultiHeadAttention<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float = f32>
-where
-    (Heads, HeadDim, Model): Shape,
-    (Model, Heads, HeadDim): Shape,
-    (Heads, HeadDim): Shape,
-{
+pub struct MultiHeadAttention<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float = f32> {
     /// Query projection `(Heads, HeadDim, Model)`.
     pub q: Tensor<E, (Heads, HeadDim, Model)>,
     /// Key projection.
@@ -61,21 +56,26 @@ where
     pub is_causal: bool,
 }
 
-impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, Heads, HeadDim, E>
-where
-    (Heads, HeadDim, Model): Shape,
-    (Model, Heads, HeadDim): Shape,
-    (Heads, HeadDim): Shape,
-{
+impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, Heads, HeadDim, E> {
     /// Attention over a model dim of `model` entries split into `heads` heads (which must
     /// divide it), initialised as PyTorch does from `seed`; not causal.
     #[track_caller]
-    pub fn new(model: usize, heads: usize, seed: u64) -> Self {
+    pub fn new(model: usize, heads: usize, seed: u64) -> Self
+    where
+        (Heads, HeadDim, Model): Shape,
+        (Model, Heads, HeadDim): Shape,
+        (Heads, HeadDim): Shape,
+    {
         or_panic(Self::try_new(model, heads, seed))
     }
 
     /// [`MultiHeadAttention::new`], or an error when `heads` is 0 or does not divide `model`.
-    pub fn try_new(model: usize, heads: usize, seed: u64) -> Result<Self> {
+    pub fn try_new(model: usize, heads: usize, seed: u64) -> Result<Self>
+    where
+        (Heads, HeadDim, Model): Shape,
+        (Model, Heads, HeadDim): Shape,
+        (Heads, HeadDim): Shape,
+    {
         if heads == 0 || !model.is_multiple_of(heads) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -149,7 +149,11 @@ where
     /// Self-attention of `x` along `Seq`. Panics where [`MultiHeadAttention::try_forward`]
     /// fails.
     #[track_caller]
-    pub fn forward<Seq: Dim, S, P: Shape>(&self, x: &Tensor<E, S, P>, seq: Seq) -> Tensor<E, S, P>
+    pub fn forward<Seq: Dim, S, P: DimTuple>(
+        &self,
+        x: &Tensor<E, S, P>,
+        seq: Seq,
+    ) -> Tensor<E, S, P>
     where
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
@@ -158,7 +162,7 @@ where
 
     /// [`MultiHeadAttention::forward`], or an error when `x`'s `Model` size is not the
     /// layer's, or `Seq` and `Model` are the same dim.
-    pub fn try_forward<Seq: Dim, S, P: Shape>(
+    pub fn try_forward<Seq: Dim, S, P: DimTuple>(
         &self,
         x: &Tensor<E, S, P>,
         _seq: Seq,
@@ -213,7 +217,7 @@ where
 /// flattened into `N`; `f`'s `[N, S, M]` result is put back in `x`'s order. An error naming
 /// `Model` when its size in `x` is not `model` (checked before `f` runs), or when `Seq` and
 /// `Model` are the same dim.
-pub(super) fn over_sequence<E: Float, Seq: Dim, Model: Dim, S, P: Shape>(
+pub(super) fn over_sequence<E: Float, Seq: Dim, Model: Dim, S, P: DimTuple>(
     op: &'static str,
     x: &Tensor<E, S, P>,
     model: usize,
@@ -240,10 +244,6 @@ where
 
 impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> Module<E>
     for MultiHeadAttention<Model, Heads, HeadDim, E>
-where
-    (Heads, HeadDim, Model): Shape,
-    (Model, Heads, HeadDim): Shape,
-    (Heads, HeadDim): Shape,
 {
     fn visit(&self, v: &mut Visitor<'_, E>) {
         v.param("q", &self.q);

@@ -10,7 +10,7 @@ use super::init::{derive_seed, fan_in_bound, uniform};
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::{Dim, HasDim, Rename, Shape};
+use crate::named::{Dim, DimTuple, HasDim, Rename, Shape};
 use crate::named_tensor::Tensor;
 use crate::ops::Window2d;
 use crate::tensor::{DynTensor, or_panic};
@@ -47,10 +47,7 @@ pub type ConvOut<E, S, P, In, Out> = Tensor<E, <S as Rename<In, Out, P>>::Out, P
 /// let hwc = img.align_to::<(Batch, Height, Width, Channels)>();
 /// assert_eq!(conv.forward(&hwc).names(), ["Batch", "Height", "Width", "Features"]);
 /// ```
-pub struct Conv2d<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float = f32>
-where
-    (Out, In, KernelRows, KernelCols): Shape,
-{
+pub struct Conv2d<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float = f32> {
     /// `(Out, In, KernelRows, KernelCols)`.
     pub weight: ConvWeight<E, In, Out>,
     /// `(Out,)`, or none.
@@ -60,13 +57,13 @@ where
     spatial: PhantomData<fn() -> (H, W)>,
 }
 
-impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Conv2d<In, Out, H, W, E>
-where
-    (Out, In, KernelRows, KernelCols): Shape,
-{
+impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Conv2d<In, Out, H, W, E> {
     /// A layer from `in_size` to `out_size` channels with the kernel and geometry of
     /// `window`, initialised as PyTorch does from `seed`.
-    pub fn new(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Self {
+    pub fn new(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Self
+    where
+        (Out, In, KernelRows, KernelCols): Shape,
+    {
         let (kh, kw) = window.kernel;
         let bound = fan_in_bound(in_size * kh * kw);
         let weight = or_panic(uniform(
@@ -93,7 +90,7 @@ where
                 "Conv2d",
                 format!(
                     "weight {ws:?} (dims {:?}), bias {:?} and kernel {:?} do not fit together",
-                    <(Out, In, KernelRows, KernelCols) as Shape>::NAMES,
+                    <(Out, In, KernelRows, KernelCols) as DimTuple>::NAMES,
                     bias.as_ref().map(|b| b.shape().to_vec()),
                     window.kernel
                 ),
@@ -111,7 +108,7 @@ where
 
     /// The convolution of `x`. Panics where [`Conv2d::try_forward`] fails.
     #[track_caller]
-    pub fn forward<S, P: Shape>(&self, x: &Tensor<E, S, P>) -> ConvOut<E, S, P, In, Out>
+    pub fn forward<S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> ConvOut<E, S, P, In, Out>
     where
         S: HasDim<In, P> + HasDim<H, P> + HasDim<W, P> + Rename<In, Out, P>,
     {
@@ -120,7 +117,10 @@ where
 
     /// [`Conv2d::forward`], or an error when `x`'s `In` size is not the layer's or the
     /// window does not fit `x`'s `H` × `W`.
-    pub fn try_forward<S, P: Shape>(&self, x: &Tensor<E, S, P>) -> Result<ConvOut<E, S, P, In, Out>>
+    pub fn try_forward<S, P: DimTuple>(
+        &self,
+        x: &Tensor<E, S, P>,
+    ) -> Result<ConvOut<E, S, P, In, Out>>
     where
         S: HasDim<In, P> + HasDim<H, P> + HasDim<W, P> + Rename<In, Out, P>,
     {
@@ -141,10 +141,7 @@ where
     }
 }
 
-impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Module<E> for Conv2d<In, Out, H, W, E>
-where
-    (Out, In, KernelRows, KernelCols): Shape,
-{
+impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Module<E> for Conv2d<In, Out, H, W, E> {
     fn visit(&self, v: &mut Visitor<'_, E>) {
         v.param("weight", &self.weight);
         v.param_opt("bias", &self.bias);
@@ -211,7 +208,7 @@ macro_rules! pool_layer {
 
             /// Pools `x` over `H` × `W`. Panics where `try_forward` fails.
             #[track_caller]
-            pub fn forward<E: Float, S, P: Shape>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P>
+            pub fn forward<E: Float, S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P>
             where
                 S: HasDim<H, P> + HasDim<W, P>,
             {
@@ -219,7 +216,7 @@ macro_rules! pool_layer {
             }
 
             /// Pools `x`, or an error when the window does not fit.
-            pub fn try_forward<E: Float, S, P: Shape>(&self, x: &Tensor<E, S, P>) -> Result<Tensor<E, S, P>>
+            pub fn try_forward<E: Float, S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> Result<Tensor<E, S, P>>
             where
                 S: HasDim<H, P> + HasDim<W, P>,
             {

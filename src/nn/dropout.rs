@@ -4,7 +4,7 @@ use super::init::derive_seed;
 use super::module::{Module, TrainingFlag, Visitor};
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::Shape;
+use crate::named::DimTuple;
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,7 +65,10 @@ impl Dropout {
     }
 
     /// `x` with entries dropped (in training) or unchanged (in evaluation).
-    pub fn forward<E: Float, S: Shape, P: Shape>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P> {
+    pub fn forward<E: Float, S: DimTuple, P: DimTuple>(
+        &self,
+        x: &Tensor<E, S, P>,
+    ) -> Tensor<E, S, P> {
         Tensor::wrap(self.apply(x.as_dyn()))
     }
 

@@ -3,7 +3,7 @@
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::Result;
-use crate::named::{Dim, ReplaceDim, Shape};
+use crate::named::{Dim, DimTuple, ReplaceDim, Shape};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -24,20 +24,17 @@ pub type Embedded<E, Vocab, D, I> = Tensor<E, <(Vocab, D) as ReplaceDim<Vocab, I
 /// assert_eq!(x.names(), ["Batch", "Seq", "Model"]);
 /// assert!(emb.try_forward(&Tensor::<i64, (Seq,)>::from_vec(vec![100], [1])).is_err());
 /// ```
-pub struct Embedding<Vocab: Dim, D: Dim, E: Float = f32>
-where
-    (Vocab, D): Shape,
-{
+pub struct Embedding<Vocab: Dim, D: Dim, E: Float = f32> {
     /// `(Vocab, D)`.
     pub weight: Tensor<E, (Vocab, D)>,
 }
 
-impl<Vocab: Dim, D: Dim, E: Float> Embedding<Vocab, D, E>
-where
-    (Vocab, D): Shape,
-{
+impl<Vocab: Dim, D: Dim, E: Float> Embedding<Vocab, D, E> {
     /// `vocab` vectors of size `size`, standard normal from `seed`; the table requires grad.
-    pub fn new(vocab: usize, size: usize, seed: u64) -> Self {
+    pub fn new(vocab: usize, size: usize, seed: u64) -> Self
+    where
+        (Vocab, D): Shape,
+    {
         Embedding::from_weight(DynTensor::randn(&[vocab, size], seed).refine_names())
     }
 
@@ -50,7 +47,7 @@ where
 
     /// The vectors at `ids`. Panics where [`Embedding::try_forward`] fails.
     #[track_caller]
-    pub fn forward<I: Shape>(&self, ids: &Tensor<i64, I>) -> Embedded<E, Vocab, D, I>
+    pub fn forward<I: DimTuple>(&self, ids: &Tensor<i64, I>) -> Embedded<E, Vocab, D, I>
     where
         (Vocab, D): ReplaceDim<Vocab, I>,
     {
@@ -58,7 +55,7 @@ where
     }
 
     /// [`Embedding::forward`], or an error for an index outside `0..vocab`.
-    pub fn try_forward<I: Shape>(&self, ids: &Tensor<i64, I>) -> Result<Embedded<E, Vocab, D, I>>
+    pub fn try_forward<I: DimTuple>(&self, ids: &Tensor<i64, I>) -> Result<Embedded<E, Vocab, D, I>>
     where
         (Vocab, D): ReplaceDim<Vocab, I>,
     {
@@ -66,10 +63,7 @@ where
     }
 }
 
-impl<Vocab: Dim, D: Dim, E: Float> Module<E> for Embedding<Vocab, D, E>
-where
-    (Vocab, D): Shape,
-{
+impl<Vocab: Dim, D: Dim, E: Float> Module<E> for Embedding<Vocab, D, E> {
     fn visit(&self, v: &mut Visitor<'_, E>) {
         v.param("weight", &self.weight);
     }

@@ -3,7 +3,7 @@
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::Result;
-use crate::named::{Dim, HasDim, Shape};
+use crate::named::{Dim, DimTuple, HasDim};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -43,7 +43,7 @@ impl<D: Dim, E: Float> LayerNorm<D, E> {
 
     /// Normalises `x` along `D`. Panics where [`LayerNorm::try_forward`] fails.
     #[track_caller]
-    pub fn forward<S, P: Shape>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P>
+    pub fn forward<S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P>
     where
         S: HasDim<D, P>,
     {
@@ -51,7 +51,7 @@ impl<D: Dim, E: Float> LayerNorm<D, E> {
     }
 
     /// [`LayerNorm::forward`], or an error when `x`'s `D` size is not the layer's.
-    pub fn try_forward<S, P: Shape>(&self, x: &Tensor<E, S, P>) -> Result<Tensor<E, S, P>>
+    pub fn try_forward<S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> Result<Tensor<E, S, P>>
     where
         S: HasDim<D, P>,
     {

@@ -4,7 +4,7 @@ use super::init::{derive_seed, fan_in_bound, uniform};
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::{Contract, Dim, Shape};
+use crate::named::{Contract, Dim, DimTuple, Shape};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -22,8 +22,8 @@ pub type LinearOut<E, S, P, In, Out> = Tensor<
 /// `In` is a compile error naming `In`.
 ///
 /// `In` and `Out` are different dims, even where their sizes agree: the weight `(Out, In)`
-/// could not otherwise tell its rows from its columns (`Linear<Model, Model>` does not
-/// compile, as `(Model, Model)` is no shape). A square layer maps to a new name, and
+/// could not otherwise tell its rows from its columns (`Linear::<Model, Model>::new` does
+/// not compile, as `(Model, Model)` is no shape). A square layer maps to a new name, and
 /// [`rename`](Tensor::rename) takes the result back where it belongs —
 /// `proj.forward(&x).rename::<Proj, Model>()` — or the layer splits the dim by names, as
 /// [`MultiHeadAttention`](super::MultiHeadAttention)'s `(Model, Heads, HeadDim)` output does.
@@ -41,23 +41,20 @@ pub type LinearOut<E, S, P, In, Out> = Tensor<
 /// assert_eq!(y.names(), ["Batch", "Seq", "Classes"]);
 /// assert_eq!(y.shape(), &[2, 5, 3]);
 /// ```
-pub struct Linear<In: Dim, Out: Dim, E: Float = f32>
-where
-    (Out, In): Shape,
-{
+pub struct Linear<In: Dim, Out: Dim, E: Float = f32> {
     /// `(Out, In)`, as in PyTorch.
     pub weight: Tensor<E, (Out, In)>,
     /// `(Out,)`, or none for a layer built [`without_bias`](Linear::without_bias).
     pub bias: Option<Tensor<E, (Out,)>>,
 }
 
-impl<In: Dim, Out: Dim, E: Float> Linear<In, Out, E>
-where
-    (Out, In): Shape,
-{
+impl<In: Dim, Out: Dim, E: Float> Linear<In, Out, E> {
     /// A layer from `in_size` to `out_size` features with PyTorch's initialisation, drawn
     /// from `seed`; its parameters require grad.
-    pub fn new(in_size: usize, out_size: usize, seed: u64) -> Self {
+    pub fn new(in_size: usize, out_size: usize, seed: u64) -> Self
+    where
+        (Out, In): Shape,
+    {
         let bound = fan_in_bound(in_size);
         let weight = or_panic(uniform(&[out_size, in_size], bound, derive_seed(seed, 0)));
         let bias = or_panic(uniform(&[out_size], bound, derive_seed(seed, 1)));
@@ -65,7 +62,10 @@ where
     }
 
     /// A layer without bias (`bias=False`).
-    pub fn without_bias(in_size: usize, out_size: usize, seed: u64) -> Self {
+    pub fn without_bias(in_size: usize, out_size: usize, seed: u64) -> Self
+    where
+        (Out, In): Shape,
+    {
         let mut layer = Linear::new(in_size, out_size, seed);
         layer.bias = None;
         layer
@@ -109,7 +109,7 @@ where
 
     /// `x Wᵀ + b` over the dim `In`. Panics where [`Linear::try_forward`] fails.
     #[track_caller]
-    pub fn forward<S, P: Shape>(&self, x: &Tensor<E, S, P>) -> LinearOut<E, S, P, In, Out>
+    pub fn forward<S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> LinearOut<E, S, P, In, Out>
     where
         S: Contract<In, (Out, In), P, ()>,
     {
@@ -118,7 +118,7 @@ where
 
     /// [`Linear::forward`], or an error when `x`'s `In` size is not the layer's, or when `x`
     /// already has a dim `Out` (it would be matched against the weight's, not produced).
-    pub fn try_forward<S, P: Shape>(
+    pub fn try_forward<S, P: DimTuple>(
         &self,
         x: &Tensor<E, S, P>,
     ) -> Result<LinearOut<E, S, P, In, Out>>
@@ -154,10 +154,7 @@ where
     }
 }
 
-impl<In: Dim, Out: Dim, E: Float> Module<E> for Linear<In, Out, E>
-where
-    (Out, In): Shape,
-{
+impl<In: Dim, Out: Dim, E: Float> Module<E> for Linear<In, Out, E> {
     fn visit(&self, v: &mut Visitor<'_, E>) {
         v.param("weight", &self.weight);
         v.param_opt("bias", &self.bias);

@@ -10,7 +10,7 @@
 
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
-use crate::named::{RemoveDim, Shape};
+use crate::named::{DimTuple, RemoveDim};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -45,7 +45,7 @@ pub type PerItem<E, S, C, P> = Tensor<E, <S as RemoveDim<C, P>>::Out, P>;
 /// assert!((loss.item() - expected).abs() < 1e-12);
 /// ```
 #[track_caller]
-pub fn cross_entropy<E: Float, S, P: Shape, C>(
+pub fn cross_entropy<E: Float, S, P: DimTuple, C>(
     logits: &Tensor<E, S, P>,
     class_dim: C,
     labels: &Labels<S, C, P>,
@@ -68,7 +68,7 @@ where
 /// assert_eq!(nll_loss(&logp, Classes, &labels).item(), 1.5);
 /// ```
 #[track_caller]
-pub fn nll_loss<E: Float, S, P: Shape, C>(
+pub fn nll_loss<E: Float, S, P: DimTuple, C>(
     log_probs: &Tensor<E, S, P>,
     class_dim: C,
     labels: &Labels<S, C, P>,
@@ -140,7 +140,7 @@ macro_rules! classification_forms {
         impl $ty {
             /// The reduced loss. Panics where the `try_` form fails.
             #[track_caller]
-            pub fn forward<E: Float, S, P: Shape, C>(
+            pub fn forward<E: Float, S, P: DimTuple, C>(
                 &self,
                 $input: &Tensor<E, S, P>,
                 class_dim: C,
@@ -154,7 +154,7 @@ macro_rules! classification_forms {
 
             /// The reduced loss, or an error for a label outside the classes (and not
             /// ignored), labels whose sizes differ from the input's, or an invalid option.
-            pub fn try_forward<E: Float, S, P: Shape, C>(
+            pub fn try_forward<E: Float, S, P: DimTuple, C>(
                 &self,
                 $input: &Tensor<E, S, P>,
                 _class_dim: C,
@@ -170,7 +170,7 @@ macro_rules! classification_forms {
             /// One loss per label (`reduction='none'`; ignored labels give 0). Panics where
             /// the `try_` form fails.
             #[track_caller]
-            pub fn per_item<E: Float, S, P: Shape, C>(
+            pub fn per_item<E: Float, S, P: DimTuple, C>(
                 &self,
                 $input: &Tensor<E, S, P>,
                 class_dim: C,
@@ -183,7 +183,7 @@ macro_rules! classification_forms {
             }
 
             /// One loss per label, or the errors of the reduced form.
-            pub fn try_per_item<E: Float, S, P: Shape, C>(
+            pub fn try_per_item<E: Float, S, P: DimTuple, C>(
                 &self,
                 $input: &Tensor<E, S, P>,
                 _class_dim: C,
@@ -196,7 +196,7 @@ macro_rules! classification_forms {
                 Ok(Tensor::wrap(parts.per_item()?))
             }
             /// The unreduced terms of this loss for `input` with class dim `C`.
-            fn parts<E: Float, S, P: Shape, C>(
+            fn parts<E: Float, S, P: DimTuple, C>(
                 &self,
                 $input: &Tensor<E, S, P>,
                 labels: &Labels<S, C, P>,
@@ -228,7 +228,7 @@ classification_forms!(
 );
 classification_forms!(Nll, "nll_loss", log_probs, |_: &Nll| 0.0, false);
 
-fn full_names<S: Shape, P: Shape>() -> Vec<&'static str> {
+fn full_names<S: DimTuple, P: DimTuple>() -> Vec<&'static str> {
     P::NAMES.iter().chain(S::NAMES).copied().collect()
 }
 
@@ -362,7 +362,7 @@ impl<E: Float> Parts<E> {
 /// assert_eq!(mse_loss(&x, &t, Reduction::Mean).item(), 2.5);
 /// ```
 #[track_caller]
-pub fn mse_loss<E: Float, S: Shape, P: Shape>(
+pub fn mse_loss<E: Float, S: DimTuple, P: DimTuple>(
     input: &Tensor<E, S, P>,
     target: &Tensor<E, S, P>,
     reduction: Reduction,
@@ -371,7 +371,7 @@ pub fn mse_loss<E: Float, S: Shape, P: Shape>(
 }
 
 /// [`mse_loss`], or an error naming both shapes when they differ.
-pub fn try_mse_loss<E: Float, S: Shape, P: Shape>(
+pub fn try_mse_loss<E: Float, S: DimTuple, P: DimTuple>(
     input: &Tensor<E, S, P>,
     target: &Tensor<E, S, P>,
     reduction: Reduction,
@@ -395,7 +395,7 @@ pub fn try_mse_loss<E: Float, S: Shape, P: Shape>(
 /// assert!((loss - (2f64.ln() + 800.0)).abs() < 1e-9);
 /// ```
 #[track_caller]
-pub fn bce_with_logits<E: Float, S: Shape, P: Shape>(
+pub fn bce_with_logits<E: Float, S: DimTuple, P: DimTuple>(
     logits: &Tensor<E, S, P>,
     target: &Tensor<E, S, P>,
     reduction: Reduction,
@@ -404,7 +404,7 @@ pub fn bce_with_logits<E: Float, S: Shape, P: Shape>(
 }
 
 /// [`bce_with_logits`], or an error naming both shapes when they differ.
-pub fn try_bce_with_logits<E: Float, S: Shape, P: Shape>(
+pub fn try_bce_with_logits<E: Float, S: DimTuple, P: DimTuple>(
     logits: &Tensor<E, S, P>,
     target: &Tensor<E, S, P>,
     reduction: Reduction,
@@ -416,7 +416,7 @@ pub fn try_bce_with_logits<E: Float, S: Shape, P: Shape>(
 }
 
 /// [`bce_with_logits`] per element (`reduction='none'`).
-pub fn bce_with_logits_per_item<E: Float, S: Shape, P: Shape>(
+pub fn bce_with_logits_per_item<E: Float, S: DimTuple, P: DimTuple>(
     logits: &Tensor<E, S, P>,
     target: &Tensor<E, S, P>,
 ) -> Result<Tensor<E, S, P>> {
@@ -430,7 +430,7 @@ pub fn bce_with_logits_per_item<E: Float, S: Shape, P: Shape>(
     Ok(Tensor::wrap(keep.try_mul(x)?.try_add(&softplus)?))
 }
 
-fn same_shape<E: Float, S: Shape, P: Shape>(
+fn same_shape<E: Float, S: DimTuple, P: DimTuple>(
     op: &'static str,
     a: &Tensor<E, S, P>,
     b: &Tensor<E, S, P>,

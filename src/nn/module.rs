@@ -13,7 +13,7 @@
 //!   which is the order parameters are listed, optimised and saved in.
 
 use crate::dtype::Element;
-use crate::named::Shape;
+use crate::named::DimTuple;
 use crate::named_tensor::Tensor;
 use crate::tensor::DynTensor;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,13 +66,13 @@ pub struct Visitor<'a, E: Element> {
 
 impl<E: Element> Visitor<'_, E> {
     /// Shows the parameter `tensor` under `name`.
-    pub fn param<S: Shape>(&mut self, name: &str, tensor: &Tensor<E, S>) {
+    pub fn param<S: DimTuple>(&mut self, name: &str, tensor: &Tensor<E, S>) {
         let full = self.join(name);
         (self.sink)(Item::Param(&full, tensor.as_dyn(), S::NAMES));
     }
 
     /// Shows an optional parameter (a layer built without bias shows nothing).
-    pub fn param_opt<S: Shape>(&mut self, name: &str, tensor: &Option<Tensor<E, S>>) {
+    pub fn param_opt<S: DimTuple>(&mut self, name: &str, tensor: &Option<Tensor<E, S>>) {
         if let Some(t) = tensor {
             self.param(name, t);
         }

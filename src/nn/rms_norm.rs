@@ -4,7 +4,7 @@ use super::layer_norm::along;
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::Result;
-use crate::named::{Dim, HasDim, Shape};
+use crate::named::{Dim, DimTuple, HasDim};
 use crate::named_tensor::Tensor;
 use crate::tensor::or_panic;
 
@@ -39,7 +39,7 @@ impl<D: Dim, E: Float> RmsNorm<D, E> {
 
     /// Normalises `x` along `D`. Panics where [`RmsNorm::try_forward`] fails.
     #[track_caller]
-    pub fn forward<S, P: Shape>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P>
+    pub fn forward<S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> Tensor<E, S, P>
     where
         S: HasDim<D, P>,
     {
@@ -47,7 +47,7 @@ impl<D: Dim, E: Float> RmsNorm<D, E> {
     }
 
     /// [`RmsNorm::forward`], or an error when `x`'s `D` size is not the layer's.
-    pub fn try_forward<S, P: Shape>(&self, x: &Tensor<E, S, P>) -> Result<Tensor<E, S, P>>
+    pub fn try_forward<S, P: DimTuple>(&self, x: &Tensor<E, S, P>) -> Result<Tensor<E, S, P>>
     where
         S: HasDim<D, P>,
     {

@@ -9,7 +9,7 @@ use super::linear::Linear;
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::Result;
-use crate::named::{Dim, HasDim, Shape};
+use crate::named::{Dim, DimTuple, HasDim, Shape};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -37,14 +37,7 @@ use crate::tensor::{DynTensor, or_panic};
 /// assert_eq!(y.names(), ["Batch", "Seq", "Model"]);
 /// assert_eq!(y.shape(), &[3, 5, 8]);
 /// ```
-pub struct TransformerBlock<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float = f32>
-where
-    (Heads, HeadDim, Model): Shape,
-    (Model, Heads, HeadDim): Shape,
-    (Heads, HeadDim): Shape,
-    (Hidden, Model): Shape,
-    (Model, Hidden): Shape,
-{
+pub struct TransformerBlock<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float = f32> {
     /// The norm before attention.
     pub norm1: LayerNorm<Model, E>,
     /// Self-attention.
@@ -61,18 +54,19 @@ where
 
 impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
     TransformerBlock<Model, Heads, HeadDim, Hidden, E>
-where
-    (Heads, HeadDim, Model): Shape,
-    (Model, Heads, HeadDim): Shape,
-    (Heads, HeadDim): Shape,
-    (Hidden, Model): Shape,
-    (Model, Hidden): Shape,
 {
     /// A layer over a model dim of `model` entries split into `heads` heads, a feed-forward
     /// network of `hidden` entries and dropout probability `dropout`, initialised as PyTorch
     /// does from `seed`; not causal. Panics where [`TransformerBlock::try_new`] fails.
     #[track_caller]
-    pub fn new(model: usize, heads: usize, hidden: usize, dropout: f64, seed: u64) -> Self {
+    pub fn new(model: usize, heads: usize, hidden: usize, dropout: f64, seed: u64) -> Self
+    where
+        (Heads, HeadDim, Model): Shape,
+        (Model, Heads, HeadDim): Shape,
+        (Heads, HeadDim): Shape,
+        (Hidden, Model): Shape,
+        (Model, Hidden): Shape,
+    {
         or_panic(Self::try_new(model, heads, hidden, dropout, seed))
     }
 
@@ -84,7 +78,14 @@ where
         hidden: usize,
         dropout: f64,
         seed: u64,
-    ) -> Result<Self> {
+    ) -> Result<Self>
+    where
+        (Heads, HeadDim, Model): Shape,
+        (Model, Heads, HeadDim): Shape,
+        (Heads, HeadDim): Shape,
+        (Hidden, Model): Shape,
+        (Model, Hidden): Shape,
+    {
         Ok(TransformerBlock {
             norm1: LayerNorm::new(model),
             attn: MultiHeadAttention::try_new(model, heads, derive_seed(seed, 0))?,
@@ -104,7 +105,11 @@ where
     /// The layer applied to `x` along `Seq`. Panics where [`TransformerBlock::try_forward`]
     /// fails.
     #[track_caller]
-    pub fn forward<Seq: Dim, S, P: Shape>(&self, x: &Tensor<E, S, P>, seq: Seq) -> Tensor<E, S, P>
+    pub fn forward<Seq: Dim, S, P: DimTuple>(
+        &self,
+        x: &Tensor<E, S, P>,
+        seq: Seq,
+    ) -> Tensor<E, S, P>
     where
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
@@ -113,7 +118,7 @@ where
 
     /// [`TransformerBlock::forward`], or an error when `x`'s `Model` size or the parameters'
     /// sizes disagree (they are public fields), or `Seq` and `Model` are the same dim.
-    pub fn try_forward<Seq: Dim, S, P: Shape>(
+    pub fn try_forward<Seq: Dim, S, P: DimTuple>(
         &self,
         x: &Tensor<E, S, P>,
         _seq: Seq,
@@ -138,12 +143,6 @@ where
 
 impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float> Module<E>
     for TransformerBlock<Model, Heads, HeadDim, Hidden, E>
-where
-    (Heads, HeadDim, Model): Shape,
-    (Model, Heads, HeadDim): Shape,
-    (Heads, HeadDim): Shape,
-    (Hidden, Model): Shape,
-    (Model, Hidden): Shape,
 {
     fn visit(&self, v: &mut Visitor<'_, E>) {
         v.module("norm1", &self.norm1);

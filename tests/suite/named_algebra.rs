@@ -7,9 +7,9 @@
 use namedtensor::Dim;
 use namedtensor::named::id::{Digit, TypeLevelId};
 use namedtensor::named::{
-    AlignTo, Alignment, Broadcast, BroadcastPositional, Contract, Contraction, HasDim, MaskTo,
-    MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim, Rename, ReplaceDim, SameDims, Shape,
-    Stack, Unmask, axis_of, names, rank,
+    AlignTo, Alignment, Broadcast, BroadcastPositional, Contract, Contraction, DimTuple, HasDim,
+    MaskTo, MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim, Rename, ReplaceDim, SameDims,
+    Shape, Stack, Unmask, axis_of, names, rank,
 };
 
 namedtensor::dims! { A, B, C, D, E, F, G, H }
@@ -89,8 +89,8 @@ mod there {
 #[test]
 fn shapes_describe_themselves() {
     assert_eq!(rank::<()>(), 0);
-    assert_eq!(<(A, B, C) as Shape>::RANK, 3);
-    assert_eq!(<(A, B, C) as Shape>::IDS, [A::ID, B::ID, C::ID]);
+    assert_eq!(<(A, B, C) as DimTuple>::RANK, 3);
+    assert_eq!(<(A, B, C) as DimTuple>::IDS, [A::ID, B::ID, C::ID]);
     type Twelve = (A, B, C, D, E, F, G, H, Batch, Seq, Hidden, Out);
     assert_eq!(rank::<Twelve>(), 12);
     assert_eq!(names::<Twelve>()[11], "Out");

@@ -1,6 +1,7 @@
 // Generic named code: each operation is stated once as a bound in user terms, and the
 // result's dims are that bound's `Out`.
 use namedtensor::named::{Contract, Dim, HasDim, ReduceOver, Shape};
+use namedtensor::nn::{Linear, LinearOut};
 use namedtensor::Tensor;
 
 namedtensor::dims! { Batch, Seq, Query, Key, Hidden, Classes }
@@ -31,20 +32,59 @@ where
     q.dot(H::default(), k)
 }
 
-/// A layer whose parameter's dims are generic: its shape is one bound.
-struct Layer<In: Dim, Out: Dim>
-where
-    (In, Out): Shape,
-{
+/// A layer whose parameter's dims are generic: holding and using it needs no bound on its
+/// dims; only creating the tensor asks whether they differ.
+struct Layer<In: Dim, Out: Dim> {
     weight: Tensor<f32, (In, Out)>,
 }
 
-impl<In: Dim, Out: Dim> Layer<In, Out>
-where
-    (In, Out): ReduceOver<(In, Out), Out = ()>,
-{
-    fn total(&self) -> f32 {
+impl<In: Dim, Out: Dim> Layer<In, Out> {
+    fn new(rows: usize, cols: usize) -> Self
+    where
+        (In, Out): Shape,
+    {
+        Layer { weight: Tensor::ones([rows, cols]) }
+    }
+
+    /// Math that keeps the dims, a copy and gradients need no bound.
+    fn squashed(&self) -> Tensor<f32, (In, Out)> {
+        let y = (-self.weight.relu() * 2.0 + 3.0).abs().sqrt();
+        y.clone().requires_grad_(true)
+    }
+
+    fn total(&self) -> f32
+    where
+        (In, Out): ReduceOver<(In, Out), Out = ()>,
+    {
         self.weight.sum::<(In, Out)>().item()
+    }
+}
+
+/// A model of library layers, generic over its dims: no bound on the struct, the shapes of
+/// its parameters on the constructor, and each operation's bound on `forward`.
+struct Mlp<In: Dim, Hid: Dim, Out: Dim> {
+    fc1: Linear<In, Hid>,
+    fc2: Linear<Hid, Out>,
+}
+
+impl<In: Dim, Hid: Dim, Out: Dim> Mlp<In, Hid, Out> {
+    fn new(sizes: [usize; 3], seed: u64) -> Self
+    where
+        (Hid, In): Shape,
+        (Out, Hid): Shape,
+    {
+        Mlp {
+            fc1: Linear::new(sizes[0], sizes[1], seed),
+            fc2: Linear::new(sizes[1], sizes[2], seed + 1),
+        }
+    }
+
+    fn forward<S, H>(&self, x: &Tensor<f32, S>) -> LinearOut<f32, H, (), Hid, Out>
+    where
+        S: Contract<In, (Hid, In), Out = H, Private = ()>,
+        H: Contract<Hid, (Out, Hid), Private = ()>,
+    {
+        self.fc2.forward(&self.fc1.forward(x).relu())
     }
 }
 
@@ -58,6 +98,10 @@ fn main() {
     let k = Tensor::<f32, (Batch, Key, Hidden)>::ones([2, 5, 4]);
     let s: Tensor<f32, (Batch, Query, Key)> = scores::<_, _, Hidden>(&q, &k);
     assert_eq!(s.to_vec()[0], 4.0);
-    let layer = Layer::<Hidden, Classes> { weight: Tensor::ones([4, 3]) };
+    let layer = Layer::<Hidden, Classes>::new(4, 3);
     assert_eq!(layer.total(), 12.0);
+    assert_eq!(layer.squashed().to_vec(), vec![1.0; 12]);
+    let mlp = Mlp::<Hidden, Key, Classes>::new([4, 5, 3], 0);
+    let y: Tensor<f32, (Batch, Seq, Classes)> = mlp.forward(&x);
+    assert_eq!(y.shape(), &[2, 3, 3]);
 }

@@ -1,7 +1,7 @@
 // The name algebra's idioms compile and give the expected dims and axes.
 use namedtensor::named::{
     axis_of, names, AlignTo, Broadcast, Contract, HasDim, MaskTo, MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim,
-    Rename, ReplaceDim, Shape, Stack, Unmask,
+    DimTuple, Rename, ReplaceDim, Stack, Unmask,
 };
 use namedtensor::Dim;
 
