@@ -411,6 +411,27 @@ impl TAll for T {
 }
 
 #[test]
+fn softmax_of_a_zero_dim_tensor_has_a_zero_gradient() {
+    // A 0-d tensor takes dim 0 or -1 (as in PyTorch); its softmax is 1 and its log_softmax
+    // 0 whatever x is, so the gradient is 0, with and without create_graph.
+    use namedtensor::autograd::{BackwardOptions, grad};
+    for log in [false, true] {
+        for d in [0, -1] {
+            for options in [BackwardOptions::default(), BackwardOptions::create_graph()] {
+                let x = DynTensor::scalar(2.5f64).requires_grad_(true);
+                let y = if log { x.log_softmax(d) } else { x.softmax(d) };
+                assert_eq!(y.to_vec(), vec![if log { 0.0 } else { 1.0 }]);
+                let g = grad(&[&(&y * 3.0)], None, &[&x], options).unwrap()[0]
+                    .clone()
+                    .unwrap();
+                assert_eq!(g.shape(), &[] as &[usize]);
+                assert_eq!(g.to_vec(), vec![0.0], "log {log}, dim {d}");
+            }
+        }
+    }
+}
+
+#[test]
 fn second_derivatives_through_create_graph() {
     use namedtensor::autograd::{BackwardOptions, grad};
     // d²/dx² of Σ tanh(x)·x² against finite differences of the first derivative.

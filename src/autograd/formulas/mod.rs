@@ -64,7 +64,11 @@ pub(super) fn reduce_along<E: Element>(
     axis: usize,
 ) -> Result<DynTensor<E>> {
     let mut mask = vec![false; t.dim()];
-    mask[axis] = true;
+    // A 0-d tensor has no axis to reduce (softmax lets it take dim 0 or -1): reducing over
+    // nothing leaves it as it is.
+    if let Some(m) = mask.get_mut(axis) {
+        *m = true;
+    }
     crate::ops::reduce_keepdim::<E>(OP, rop, t, &mask)
 }
 
