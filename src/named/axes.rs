@@ -1,7 +1,7 @@
 //! Axis positions computed at compile time.
 //!
 //! Once the types have proved an operation valid, the positions it needs are computed
-//! by `const fn`s from the shapes' [`IDS`](super::Shape::IDS) and stored in the operation
+//! by `const fn`s from the shapes' [`IDS`](super::DimTuple::IDS) and stored in the operation
 //! traits' associated constants. A runtime wrapper reads them and calls the positional
 //! operation; nothing is looked up at run time.
 //!

@@ -56,26 +56,21 @@ pub struct MultiHeadAttention<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float = f
     pub is_causal: bool,
 }
 
-impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, Heads, HeadDim, E> {
+impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, Heads, HeadDim, E>
+where
+    (Heads, HeadDim, Model): Shape,
+    (Model, Heads, HeadDim): Shape,
+    (Heads, HeadDim): Shape,
+{
     /// Attention over a model dim of `model` entries split into `heads` heads (which must
     /// divide it), initialised as PyTorch does from `seed`; not causal.
     #[track_caller]
-    pub fn new(model: usize, heads: usize, seed: u64) -> Self
-    where
-        (Heads, HeadDim, Model): Shape,
-        (Model, Heads, HeadDim): Shape,
-        (Heads, HeadDim): Shape,
-    {
+    pub fn new(model: usize, heads: usize, seed: u64) -> Self {
         or_panic(Self::try_new(model, heads, seed))
     }
 
     /// [`MultiHeadAttention::new`], or an error when `heads` is 0 or does not divide `model`.
-    pub fn try_new(model: usize, heads: usize, seed: u64) -> Result<Self>
-    where
-        (Heads, HeadDim, Model): Shape,
-        (Model, Heads, HeadDim): Shape,
-        (Heads, HeadDim): Shape,
-    {
+    pub fn try_new(model: usize, heads: usize, seed: u64) -> Result<Self> {
         if heads == 0 || !model.is_multiple_of(heads) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -99,7 +94,9 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
             Tensor::zeros([model]),
         )
     }
+}
 
+impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, Heads, HeadDim, E> {
     /// A layer with the given parameters (`[q, k, v]`, their biases, the output projection
     /// and its bias), detached and marked as leaves that require grad; an error when their
     /// sizes disagree.

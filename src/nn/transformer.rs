@@ -54,19 +54,18 @@ pub struct TransformerBlock<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E
 
 impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
     TransformerBlock<Model, Heads, HeadDim, Hidden, E>
+where
+    (Heads, HeadDim, Model): Shape,
+    (Model, Heads, HeadDim): Shape,
+    (Heads, HeadDim): Shape,
+    (Hidden, Model): Shape,
+    (Model, Hidden): Shape,
 {
     /// A layer over a model dim of `model` entries split into `heads` heads, a feed-forward
     /// network of `hidden` entries and dropout probability `dropout`, initialised as PyTorch
     /// does from `seed`; not causal. Panics where [`TransformerBlock::try_new`] fails.
     #[track_caller]
-    pub fn new(model: usize, heads: usize, hidden: usize, dropout: f64, seed: u64) -> Self
-    where
-        (Heads, HeadDim, Model): Shape,
-        (Model, Heads, HeadDim): Shape,
-        (Heads, HeadDim): Shape,
-        (Hidden, Model): Shape,
-        (Model, Hidden): Shape,
-    {
+    pub fn new(model: usize, heads: usize, hidden: usize, dropout: f64, seed: u64) -> Self {
         or_panic(Self::try_new(model, heads, hidden, dropout, seed))
     }
 
@@ -78,14 +77,7 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
         hidden: usize,
         dropout: f64,
         seed: u64,
-    ) -> Result<Self>
-    where
-        (Heads, HeadDim, Model): Shape,
-        (Model, Heads, HeadDim): Shape,
-        (Heads, HeadDim): Shape,
-        (Hidden, Model): Shape,
-        (Model, Hidden): Shape,
-    {
+    ) -> Result<Self> {
         Ok(TransformerBlock {
             norm1: LayerNorm::new(model),
             attn: MultiHeadAttention::try_new(model, heads, derive_seed(seed, 0))?,
@@ -95,7 +87,11 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
             dropout: Dropout::try_new(dropout, derive_seed(seed, 3))?,
         })
     }
+}
 
+impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
+    TransformerBlock<Model, Heads, HeadDim, Hidden, E>
+{
     /// This layer, with causal attention or not.
     pub fn causal(mut self, causal: bool) -> Self {
         self.attn.is_causal = causal;
