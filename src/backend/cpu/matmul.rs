@@ -17,7 +17,7 @@ use super::pool::take as take_buffer;
 use super::transpose::{Bits, Plan};
 use crate::dtype::{DType, Element};
 use crate::layout::{Coalesced, Layout};
-use gemm::Parallelism;
+use gemm_common::Parallelism;
 use std::mem::MaybeUninit;
 
 /// A batch of matrix products with shared sizes and strides; see the module docs.
@@ -149,6 +149,81 @@ const BAND_MAX_WORK: usize = 1 << 29;
 /// Rows of a band are a multiple of this (whole register tiles of `gemm`'s kernels).
 const BAND_ROW_ALIGN: usize = 16;
 
+/// `C = A·B` for one `m × n × k` product with `gemm`'s kernel for `E`: `ptrs` are C, A and
+/// B, `strides` their `[row, column]` strides. The kernels come from `gemm-f32`, `gemm-f64`
+/// and `gemm-f16` directly, not through the `gemm` crate, whose type dispatch would also
+/// compile its complex-number kernels (`gemm-c32`/`gemm-c64`, ~27 s of a cold release build;
+/// BENCHMARKS.md "Build cost"). Like `gemm::gemm`, it hands the kernel the transposed product
+/// (`Cᵀ = Bᵀ·Aᵀ`) when C's rows are contiguous, since the kernels prefer a column-major C.
+///
+/// # Safety
+/// `E` is `f32`, `f64` or `f16` (other types panic); every stride is non-negative; A and B
+/// are readable and C writable at every position the strides reach for `i < m`, `j < n`,
+/// `l < k`; C is written, never read, so it may be uninitialised.
+unsafe fn gemm_kernel<E: Element>(
+    [m, n, k]: [usize; 3],
+    [dst, lhs, rhs]: [*const E; 3],
+    [[dst_rs, dst_cs], [lhs_rs, lhs_cs], [rhs_rs, rhs_cs]]: [[isize; 2]; 3],
+    parallelism: Parallelism,
+) {
+    debug_assert!(
+        [dst_rs, dst_cs, lhs_rs, lhs_cs, rhs_rs, rhs_cs]
+            .iter()
+            .all(|&s| s >= 0)
+    );
+    let ((m, n), (dst_rs, dst_cs), (lhs, lhs_rs, lhs_cs), (rhs, rhs_rs, rhs_cs)) =
+        if dst_cs < dst_rs {
+            (
+                (n, m),
+                (dst_cs, dst_rs),
+                (rhs, rhs_cs, rhs_rs),
+                (lhs, lhs_cs, lhs_rs),
+            )
+        } else {
+            (
+                (m, n),
+                (dst_rs, dst_cs),
+                (lhs, lhs_rs, lhs_cs),
+                (rhs, rhs_rs, rhs_cs),
+            )
+        };
+    macro_rules! run {
+        ($t:ty, $kernel:path) => {
+            // SAFETY: the caller's contract; `E::DTYPE` says `E` is `$t`, so the casts keep
+            // the element type.
+            unsafe {
+                $kernel()(
+                    m,
+                    n,
+                    k,
+                    dst.cast::<$t>().cast_mut(),
+                    dst_cs,
+                    dst_rs,
+                    false,
+                    lhs.cast::<$t>(),
+                    lhs_cs,
+                    lhs_rs,
+                    rhs.cast::<$t>(),
+                    rhs_cs,
+                    rhs_rs,
+                    <$t as num_traits::Zero>::zero(),
+                    <$t as num_traits::One>::one(),
+                    false,
+                    false,
+                    false,
+                    parallelism,
+                )
+            }
+        };
+    }
+    match E::DTYPE {
+        DType::F32 => run!(f32, gemm_f32::gemm::f32::get_gemm_fn),
+        DType::F64 => run!(f64, gemm_f64::gemm::f64::get_gemm_fn),
+        DType::F16 => run!(half::f16, gemm_f16::gemm::f16::get_gemm_fn),
+        other => panic!("gemm has no kernel for {other:?}"),
+    }
+}
+
 /// `gemm` over every product. Work below `gemm`'s threading threshold stays on the calling
 /// thread; above it, products run one after the other, each split across the pool by `gemm`
 /// when it is large (see [`BAND_MAX_WORK`]), and otherwise the `batches · m` output rows of all
@@ -182,29 +257,14 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
         // the band's first row on, or its row-major copy). It reads B
         // at `ob + l·b_rs + j·b_cs` for l < k, j < n: positions of B's layout, which the
         // caller checked against the storage `b`. It writes `dst[i·n + j]` for i < rows,
-        // j < n, all within `dst`. With `read_dst == false` it never reads `dst`, so the
-        // slots may be uninitialised, and it writes every one of them (k > 0 here). `E` is
-        // f32, f64 or f16 (half::f16, which is `gemm::f16`), the types `gemm` supports.
+        // j < n, all within `dst`. It never reads `dst`, so the slots may be uninitialised,
+        // and it writes every one of them (k > 0 here). `E` is f32, f64 or f16 (see
+        // `gemm_kernel`).
         unsafe {
-            gemm::gemm(
-                rows,
-                n,
-                k,
-                dst.as_mut_ptr().cast::<E>(),
-                1,
-                n as isize,
-                false,
-                a.as_ptr(),
-                a_cs,
-                a_rs,
-                b.as_ptr().add(ob),
-                b_cs,
-                b_rs,
-                E::ZERO,
-                E::ONE,
-                false,
-                false,
-                false,
+            gemm_kernel(
+                [rows, n, k],
+                [dst.as_mut_ptr().cast::<E>(), a.as_ptr(), b.as_ptr().add(ob)],
+                [[n as isize, 1], [a_rs, a_cs], [b_rs, b_cs]],
                 parallelism,
             )
         }
@@ -229,8 +289,8 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
     let pool = pool();
     let threads = pool.current_num_threads();
     let total_rows = batches * m;
-    let parallel =
-        threads > 1 && p.work().saturating_mul(batches) >= gemm::get_threading_threshold();
+    let parallel = threads > 1
+        && p.work().saturating_mul(batches) >= gemm_common::gemm::get_threading_threshold();
     if parallel && (p.work() >= BAND_MAX_WORK || total_rows < threads * BAND_ROW_ALIGN) {
         // gemm splits its work with rayon's `current_num_threads`/`par_iter`, so inside
         // `install` it runs on the library's pool, with the library's thread count.
