@@ -136,14 +136,34 @@ impl<const N: usize> Coalesced<N> {
     /// Calls `f` with the per-operand start position of each row in `rows` (row indices in
     /// row-major order of the outer dims), in increasing row order.
     pub fn for_each_row(&self, rows: Range<usize>, mut f: impl FnMut([usize; N])) {
-        if rows.is_empty() || self.empty {
-            return;
-        }
-        // Only this loop is compiled per closure; the index arithmetic is shared.
-        let (mut idx, mut pos) = self.row_start(rows.start);
-        for _ in rows {
+        // Only this loop is compiled per closure; the index arithmetic is [`RowStarts`]'.
+        for pos in self.row_starts(rows) {
             f(pos);
-            self.next_row(&mut idx, &mut pos);
+        }
+    }
+
+    /// The per-operand start position of each row in `rows`, in increasing row order.
+    ///
+    /// ```
+    /// use namedtensor::layout::Coalesced;
+    /// let c = Coalesced::new(&[3, 2], [&[1, 3]], [0]); // a transposed [2, 3]
+    /// assert_eq!(c.row_starts(1..3).collect::<Vec<_>>(), vec![[1], [2]]);
+    /// ```
+    pub fn row_starts(&self, rows: Range<usize>) -> RowStarts<'_, N> {
+        if rows.is_empty() || self.empty {
+            return RowStarts {
+                walk: self,
+                idx: Vec::new(),
+                pos: self.offsets,
+                left: 0,
+            };
+        }
+        let (idx, pos) = self.row_start(rows.start);
+        RowStarts {
+            walk: self,
+            idx,
+            pos,
+            left: rows.len(),
         }
     }
 
@@ -192,6 +212,38 @@ impl<const N: usize> Coalesced<N> {
                 strides,
             })
         });
+    }
+}
+
+/// The start positions of a range of rows of a [`Coalesced`] walk ([`Coalesced::row_starts`]).
+#[derive(Debug, Clone)]
+pub struct RowStarts<'a, const N: usize> {
+    walk: &'a Coalesced<N>,
+    /// The multi-index over the outer dims of the next row.
+    idx: Vec<usize>,
+    /// The next row's start positions.
+    pos: [usize; N],
+    /// Rows still to hand out.
+    left: usize,
+}
+
+impl<const N: usize> Iterator for RowStarts<'_, N> {
+    type Item = [usize; N];
+
+    fn next(&mut self) -> Option<[usize; N]> {
+        if self.left == 0 {
+            return None;
+        }
+        let pos = self.pos;
+        self.left -= 1;
+        if self.left > 0 {
+            self.walk.next_row(&mut self.idx, &mut self.pos);
+        }
+        Some(pos)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
     }
 }
 

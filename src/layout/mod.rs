@@ -18,7 +18,7 @@ mod broadcast;
 mod index;
 mod view;
 
-pub use blocks::{Block, Coalesced, for_each_block};
+pub use blocks::{Block, Coalesced, RowStarts, for_each_block};
 pub use broadcast::broadcast_shapes;
 pub use index::{normalize_dim, normalize_index};
 pub use view::infer_shape;

@@ -20,6 +20,13 @@ pub(crate) fn as_type<S: 'static, T: 'static>(s: &[S]) -> Option<&[T]> {
     }
 }
 
+/// Whether `A` and `B` are one element type, as a constant: `if const { same_type::<A, B>() }`
+/// compiles the branch only for the instances where it holds (a run-time `TypeId` test
+/// compiles both).
+pub(crate) const fn same_type<A: Element, B: Element>() -> bool {
+    A::DTYPE as u8 == B::DTYPE as u8
+}
+
 /// `s` seen as a mutable slice of `T`, when `S` is `T`.
 #[inline(always)]
 pub(crate) fn as_type_mut<S: 'static, T: 'static>(s: &mut [S]) -> Option<&mut [T]> {

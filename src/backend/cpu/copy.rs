@@ -35,11 +35,12 @@ pub(crate) fn map_to_vec<E: Copy + Sync, F: Copy + Send>(
     super::pointwise::build([&out_layout, layout], |out, [_, start], [_, stride]| {
         if stride == 1 {
             let src = &src[start..start + out.len()];
-            vectorized_if(
-                stream,
-                #[inline(always)]
-                |isa| map_into(Store::choose(stream, isa), out, src, &f),
-            );
+            vectorized_if!(false, stream, |isa| map_into(
+                Store::choose(stream, isa),
+                out,
+                src,
+                &f
+            ));
         } else {
             for (i, d) in out.iter_mut().enumerate() {
                 d.write(f(src[start + i * stride]));
@@ -87,22 +88,35 @@ pub(crate) fn copy_strided<S: Copy + Sync, D: Copy + Send>(
     });
 }
 
-/// [`copy_strided`] converting with [`Element::cast`]; between equal types, a transposed
-/// source is copied with the register transposes of [`Bits`].
+/// [`copy_strided`] converting with [`Element::cast`] (between equal types, see
+/// [`copy_same`]).
 pub(crate) fn copy_cast<S: Element, D: Element>(
     dst: &mut [D],
     dst_layout: &Layout,
     src: &[S],
     src_layout: &Layout,
 ) {
-    if let Some(same) = as_type::<S, D>(src)
-        && dst_layout.is_contiguous()
-        && let Some(plan) = Plan::new(src_layout)
-    {
-        plan.run(same, contiguous_part(dst, dst_layout), &Bits, true);
-        return;
+    if let Some(same) = as_type::<S, D>(src) {
+        return copy_same(dst, dst_layout, same, src_layout);
     }
     copy_strided(dst, dst_layout, src, src_layout, |x: S| x.cast::<D>());
+}
+
+/// [`copy_strided`] between equal types: a transposed source is copied with the register
+/// transposes of [`Bits`].
+pub(crate) fn copy_same<E: Copy + Send + Sync>(
+    dst: &mut [E],
+    dst_layout: &Layout,
+    src: &[E],
+    src_layout: &Layout,
+) {
+    if dst_layout.is_contiguous()
+        && let Some(plan) = Plan::new(src_layout)
+    {
+        plan.run(src, contiguous_part(dst, dst_layout), &Bits, true);
+        return;
+    }
+    copy_strided(dst, dst_layout, src, src_layout, |x: E| x);
 }
 
 /// The elements of the contiguous `layout` in `dst`, as slots that are only ever written with
@@ -130,7 +144,7 @@ pub(crate) fn fill_strided<E: Copy>(dst: &mut [E], layout: &Layout, value: E) {
 }
 
 /// `len` copies of `value`, written by the pool threads into a pooled (huge-page) buffer.
-pub(crate) fn full<E: Element>(len: usize, value: E) -> Vec<E> {
+pub(crate) fn full<E: Copy + Send + Sync>(len: usize, value: E) -> Vec<E> {
     let layout = Layout::contiguous(&[len]).expect("a buffer's length fits a layout");
     pointwise::build([&layout], |out, _, _| {
         for o in out {

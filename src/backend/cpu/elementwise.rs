@@ -9,8 +9,9 @@
 //! inputs ([`pointwise::apply`]).
 //!
 //! `VEC` compiles a loop for the CPU's widest vector instructions (`vmath::vectorized`): for
-//! operations bound by arithmetic (`exp`, rounding) rather than memory. Loops that stream a
-//! large output with non-temporal stores or convert `f16`/`bf16` are always compiled so.
+//! operations bound by arithmetic (`exp`, rounding) rather than memory. Loops that convert
+//! `f16`/`bf16` are always compiled so; the others stream a large output with non-temporal
+//! stores from an AVX2 copy of the loop (see `vmath::vectorized_if`).
 
 use super::pointwise::{self, In};
 use super::stream::Store;
@@ -27,11 +28,14 @@ pub(crate) fn map_new<S: Element, T: Element, U: Element, O: Element, const VEC:
     let out_layout = Layout::contiguous(layout.sizes()).expect("a valid layout's sizes");
     let stream = Store::wanted::<O>(out_layout.numel());
     pointwise::build([&out_layout, layout], |out, st, sd| {
-        vectorized_if(
-            VEC || stream || O::DTYPE.is_half(),
-            #[inline(always)]
-            |isa| pointwise::unary::<S, T, U, O>(out, src, st[1], sd[1], &f, isa, stream),
-        )
+        vectorized_if!(VEC || O::DTYPE.is_half(), stream, |isa| pointwise::unary::<
+            S,
+            T,
+            U,
+            O,
+        >(
+            out, src, st[1], sd[1], &f, isa, stream
+        ))
     })
 }
 
@@ -55,10 +59,10 @@ pub(crate) fn zip_new<
     let stream = Store::wanted::<O>(out_layout.numel());
     pointwise::build([&out_layout, la, lb], |out, st, sd| {
         let (a, b) = (In::new(a, st[1], sd[1]), In::new(b, st[2], sd[2]));
-        vectorized_if(
-            VEC || stream || O::DTYPE.is_half(),
-            #[inline(always)]
-            |isa| pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, stream),
+        vectorized_if!(
+            VEC || O::DTYPE.is_half(),
+            stream,
+            |isa| pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, stream)
         )
     })
 }
@@ -70,11 +74,7 @@ pub(crate) fn map_inplace<E: Element, T: Element, const VEC: bool>(
     f: impl Fn(T) -> T + Sync,
 ) {
     pointwise::apply(buf, [dst], |run, _, _| {
-        vectorized_if(
-            VEC,
-            #[inline(always)]
-            |_| pointwise::unary_inplace::<E, T>(run, &f),
-        )
+        vectorized_if!(VEC, false, |_| pointwise::unary_inplace::<E, T>(run, &f))
     });
 }
 

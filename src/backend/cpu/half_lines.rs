@@ -74,8 +74,24 @@ impl Half for bf16 {
     }
 }
 
-/// `out[i] = f(src[start + i])` when `S`, `O` are one half type and `T`, `U` are `f32`, the
-/// source is contiguous and `isa` is not the baseline; returns whether it ran.
+/// Whether [`unary`] handles these types: `S` and `O` one half type, `T` and `U` `f32`.
+/// Callers test it in a `const` block, so that the line loops are compiled only for them.
+pub(crate) const fn fits_unary<S: Element, T: Element, U: Element, O: Element>() -> bool {
+    S::DTYPE.is_half() && S::DTYPE as u8 == O::DTYPE as u8 && computes_in_f32::<T, U>()
+}
+
+/// Whether [`binary`] handles these types: `A`, `B` and `O` one half type, `T` and `U` `f32`.
+pub(crate) const fn fits_binary<A: Element, B: Element, T: Element, U: Element, O: Element>() -> bool
+{
+    fits_unary::<A, T, U, O>() && A::DTYPE as u8 == B::DTYPE as u8
+}
+
+const fn computes_in_f32<T: Element, U: Element>() -> bool {
+    T::DTYPE as u8 == DType::F32 as u8 && U::DTYPE as u8 == DType::F32 as u8
+}
+
+/// `out[i] = f(src[start + i])` for types that [`fits_unary`], when the source is contiguous
+/// and `isa` is not the baseline; returns whether it ran.
 #[inline(always)]
 pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
     isa: Isa,
@@ -86,21 +102,20 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
     stride: usize,
     f: &impl Fn(T) -> U,
 ) -> bool {
-    if isa == Isa::Baseline || stride != 1 || !computes_in_f32::<T, U>() {
+    if isa == Isa::Baseline || stride != 1 || !const { fits_unary::<S, T, U, O>() } {
         return false;
     }
     let g = |x: f32| cast::<U, f32>(f(cast::<f32, T>(x)));
-    match (S::DTYPE, O::DTYPE) {
-        (DType::F16, DType::F16) => map_lines::<S, O, f16>(isa, stream, out, src, start, g),
-        (DType::BF16, DType::BF16) => map_lines::<S, O, bf16>(isa, stream, out, src, start, g),
-        _ => return false,
+    if const { S::DTYPE as u8 == DType::F16 as u8 } {
+        map_lines::<S, O, f16>(isa, stream, out, src, start, g)
+    } else {
+        map_lines::<S, O, bf16>(isa, stream, out, src, start, g)
     }
     true
 }
 
-/// `out[i] = f(a[i], b[i])` when `A`, `B`, `O` are one half type and `T`, `U` are `f32`, each
-/// operand is contiguous or broadcast (not both broadcast) and `isa` is not the baseline;
-/// returns whether it ran.
+/// `out[i] = f(a[i], b[i])` for types that [`fits_binary`], when each operand is contiguous
+/// or broadcast (not both broadcast) and `isa` is not the baseline; returns whether it ran.
 #[inline(always)]
 pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>(
     isa: Isa,
@@ -110,19 +125,15 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
     b: In<'_, B>,
     f: &impl Fn(T, T) -> U,
 ) -> bool {
-    if isa == Isa::Baseline || !computes_in_f32::<T, U>() || A::DTYPE != B::DTYPE {
+    if isa == Isa::Baseline || !const { fits_binary::<A, B, T, U, O>() } {
         return false;
     }
     let g = |x: f32, y: f32| cast::<U, f32>(f(cast::<f32, T>(x), cast::<f32, T>(y)));
-    match (A::DTYPE, O::DTYPE) {
-        (DType::F16, DType::F16) => zip_lines::<A, B, O, f16>(isa, stream, out, a, b, g),
-        (DType::BF16, DType::BF16) => zip_lines::<A, B, O, bf16>(isa, stream, out, a, b, g),
-        _ => false,
+    if const { A::DTYPE as u8 == DType::F16 as u8 } {
+        zip_lines::<A, B, O, f16>(isa, stream, out, a, b, g)
+    } else {
+        zip_lines::<A, B, O, bf16>(isa, stream, out, a, b, g)
     }
-}
-
-fn computes_in_f32<T: Element, U: Element>() -> bool {
-    T::DTYPE == DType::F32 && U::DTYPE == DType::F32
 }
 
 #[inline(always)]

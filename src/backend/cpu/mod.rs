@@ -18,6 +18,7 @@ mod sort;
 pub(crate) mod stream;
 mod transpose;
 pub(crate) mod vmath;
+mod words;
 
-pub(crate) use copy::{copy_cast, fill_strided, full, gather_to_vec, map_to_vec};
+pub(crate) use copy::copy_cast;
 pub(crate) use instances::Cpu;

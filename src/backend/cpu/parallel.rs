@@ -97,15 +97,15 @@ pub fn parallel_threshold() -> usize {
 #[allow(dead_code)] // first users: the reduction kernels
 pub(crate) fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<usize>) + Sync) {
     let work = rows.saturating_mul(row_len.max(1));
+    // One `dyn` closure for every path, as in `for_each_chunk_mut`.
+    let f: &(dyn Fn(Range<usize>) + Sync) = &f;
     // The threshold first: reading the pool takes a lock (a fifth of a small reduction).
     if rows <= 1 || work < parallel_threshold() {
-        f(0..rows);
-        return;
+        return f(0..rows);
     }
     let threads = pool().current_num_threads();
     if threads <= 1 {
-        f(0..rows);
-        return;
+        return f(0..rows);
     }
     let tasks = (threads * 4).min(rows);
     let per = rows.div_ceil(tasks);
@@ -144,15 +144,15 @@ pub(crate) fn for_each_row_chunk<T: Send>(
     f: impl Fn(Range<usize>, &mut [T]) + Sync,
 ) {
     debug_assert_eq!(out.len(), rows * row_len);
+    // One `dyn` closure for every path, as in `for_each_chunk_mut`.
+    let f: &(dyn Fn(Range<usize>, &mut [T]) + Sync) = &f;
     // The cheap tests first: reading the pool takes a lock.
     if rows <= 1 || out.len() < parallel_threshold() || row_len == 0 {
-        f(0..rows, out);
-        return;
+        return f(0..rows, out);
     }
     let threads = pool().current_num_threads();
     if threads <= 1 {
-        f(0..rows, out);
-        return;
+        return f(0..rows, out);
     }
     let tasks = (threads * 4).min(rows);
     let per = rows.div_ceil(tasks);
@@ -189,11 +189,12 @@ pub(crate) fn for_each_split(
     let align = align.max(1);
     let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
     let tasks = n.div_ceil(per).max(1);
+    // One `dyn` closure for both paths, as in `for_each_chunk_mut`.
+    let run: &(dyn Fn(usize) + Sync) = &|t| f(t, t * per..((t + 1) * per).min(n));
     if tasks == 1 {
-        f(0, 0..n);
-        return;
+        return run(0);
     }
-    on_pool(tasks, &|t| f(t, t * per..((t + 1) * per).min(n)));
+    on_pool(tasks, run);
 }
 
 /// Calls `f` on every item, on the pool when there are several, with the calling thread taking
@@ -337,13 +338,14 @@ pub(crate) fn for_each_chunk_mut<T: Send>(
     let n = out.len();
     let align = align.max(1);
     let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
+    // One `dyn` closure for the serial and the parallel path: `f`, a whole kernel inlined,
+    // is compiled once instead of twice.
+    let run: &(dyn Fn(usize, &mut [T]) + Sync) =
+        &|t, chunk| f(t * per..t * per + chunk.len(), chunk);
     if per >= n {
-        f(0..n, out);
-        return;
+        return run(0, out);
     }
-    chunks_on_pool(out, per, &|t, chunk| {
-        f(t * per..t * per + chunk.len(), chunk)
-    });
+    chunks_on_pool(out, per, run);
 }
 
 #[cfg(test)]

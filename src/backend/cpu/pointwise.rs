@@ -21,7 +21,7 @@
 //!   converted into stack buffers with the slice conversions of [`super::num::convert`]
 //!   (SIMD for `f16`/`bf16`), computed there, and converted back.
 
-use super::convert::{as_type, as_type_mut, as_uninit_type_mut, convert};
+use super::convert::{as_type, as_type_mut, as_uninit_type_mut, convert, same_type};
 use super::half_lines;
 use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
 use super::pool::take as take_buffer;
@@ -29,7 +29,7 @@ use super::stream::{Store, map_into, zip_into};
 use super::vmath::Isa;
 use crate::dtype::Element;
 use crate::dtype::cast;
-use crate::layout::{Coalesced, Layout};
+use crate::layout::{Coalesced, Layout, RowStarts};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -45,38 +45,65 @@ const MIN_TASK: usize = 1 << 14;
 const ALIGN: usize = 64;
 
 /// Calls `f(starts, len)` for every piece of the walk's rows that falls in `range`, an element
-/// range in the walk's row-major order.
+/// range in the walk's row-major order (see [`Segments`]).
+#[inline(always)]
 pub(crate) fn for_each_segment<const M: usize>(
     walk: &Coalesced<M>,
     range: Range<usize>,
     mut f: impl FnMut([usize; M], usize),
 ) {
-    let len = walk.inner_len();
-    if len == 0 || range.is_empty() {
-        return;
+    for (starts, len) in Segments::new(walk, range) {
+        f(starts, len);
     }
-    let strides = walk.inner_strides();
-    let first = range.start / len;
-    let last = (range.end - 1) / len;
-    let mut row = first;
-    walk.for_each_row(first..last + 1, |starts| {
-        let lo = if row == first {
-            range.start - row * len
+}
+
+/// The pieces of a walk's rows that fall in an element range of its row-major order, as
+/// `(starts, len)`: every operand's position of the piece's first element, and its length.
+/// An iterator generic over the operand count only, so that the engines, compiled once per
+/// kernel, each compile just the loop over it.
+pub(crate) struct Segments<'a, const M: usize> {
+    rows: RowStarts<'a, M>,
+    strides: [usize; M],
+    /// The walk's row length.
+    len: usize,
+    /// The element range still to cover.
+    range: Range<usize>,
+    /// The row the next start position belongs to.
+    row: usize,
+}
+
+impl<'a, const M: usize> Segments<'a, M> {
+    pub(crate) fn new(walk: &'a Coalesced<M>, range: Range<usize>) -> Self {
+        let len = walk.inner_len();
+        let rows = if len == 0 || range.is_empty() {
+            0..0
         } else {
-            0
+            range.start / len..(range.end - 1) / len + 1
         };
-        let hi = if row == last {
-            range.end - row * len
-        } else {
-            len
-        };
-        let mut at = starts;
-        for (a, s) in at.iter_mut().zip(strides) {
+        Segments {
+            row: rows.start,
+            rows: walk.row_starts(rows),
+            strides: walk.inner_strides(),
+            len,
+            range,
+        }
+    }
+}
+
+impl<const M: usize> Iterator for Segments<'_, M> {
+    type Item = ([usize; M], usize);
+
+    fn next(&mut self) -> Option<([usize; M], usize)> {
+        let mut at = self.rows.next()?;
+        let row_start = self.row * self.len;
+        let lo = self.range.start.max(row_start) - row_start;
+        let hi = self.range.end.min(row_start + self.len) - row_start;
+        for (a, s) in at.iter_mut().zip(self.strides) {
             *a += lo * s;
         }
-        f(at, hi - lo);
-        row += 1;
-    });
+        self.row += 1;
+        Some((at, hi - lo))
+    }
 }
 
 /// A fresh row-major buffer for `layouts[0]` (the output: contiguous from offset 0), filled by
@@ -88,11 +115,7 @@ pub(crate) fn build<O: Send, const M: usize>(
 ) -> Vec<O> {
     let n = layouts[0].numel();
     debug_assert!(layouts[0].is_contiguous() && layouts[0].offset() == 0);
-    let walk = Coalesced::new(
-        layouts[0].sizes(),
-        layouts.map(|l| l.strides()),
-        layouts.map(|l| l.offset()),
-    );
+    let walk = walk_in_logical_order(layouts);
     let strides = walk.inner_strides();
     let mut out = take_buffer::<O>(n);
     for_each_chunk_mut(
@@ -112,6 +135,34 @@ pub(crate) fn build<O: Send, const M: usize>(
     // the chunk exactly (asserted above) and every row loop writes every slot of its segment.
     unsafe { out.set_len(n) };
     out
+}
+
+/// The joint walk of `layouts` in the row-major order of their shape.
+///
+/// This and [`walk_in_memory_order`] are generic over the operand count only: inside the
+/// engines, which are compiled once per kernel, their closures and sorts would be too.
+fn walk_in_logical_order<const M: usize>(layouts: [&Layout; M]) -> Coalesced<M> {
+    Coalesced::new(
+        layouts[0].sizes(),
+        layouts.map(|l| l.strides()),
+        layouts.map(|l| l.offset()),
+    )
+}
+
+/// The joint walk of `layouts` with the dims visited in `layouts[0]`'s memory order
+/// (largest stride first; stable, so ties keep their order).
+fn walk_in_memory_order<const M: usize>(layouts: [&Layout; M]) -> Coalesced<M> {
+    let l0 = layouts[0];
+    let mut order: Vec<usize> = (0..l0.rank()).collect();
+    order.sort_by(|&a, &b| l0.strides()[b].cmp(&l0.strides()[a]));
+    let sizes: Vec<usize> = order.iter().map(|&d| l0.sizes()[d]).collect();
+    let strides: [Vec<usize>; M] =
+        std::array::from_fn(|k| order.iter().map(|&d| layouts[k].strides()[d]).collect());
+    Coalesced::new(
+        &sizes,
+        std::array::from_fn(|k| strides[k].as_slice()),
+        layouts.map(|l| l.offset()),
+    )
 }
 
 /// A run of `len` destination elements, `stride` apart, that one task may read and write.
@@ -199,17 +250,7 @@ pub(crate) fn apply<E: Copy + Send, const M: usize>(
         l0.required_storage_len() <= dst.len(),
         "layout fits the storage"
     );
-    // Visit dims in the destination's memory order (stable: ties keep their order).
-    let mut order: Vec<usize> = (0..l0.rank()).collect();
-    order.sort_by(|&a, &b| l0.strides()[b].cmp(&l0.strides()[a]));
-    let sizes: Vec<usize> = order.iter().map(|&d| l0.sizes()[d]).collect();
-    let strides: [Vec<usize>; M] =
-        std::array::from_fn(|k| order.iter().map(|&d| layouts[k].strides()[d]).collect());
-    let walk = Coalesced::new(
-        &sizes,
-        std::array::from_fn(|k| strides[k].as_slice()),
-        layouts.map(|l| l.offset()),
-    );
+    let walk = walk_in_memory_order(layouts);
     let inner = walk.inner_strides();
     let tasks = if l0.is_provably_non_overlapping() {
         task_count(n, MIN_TASK)
@@ -309,10 +350,16 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
 ) {
     let n = out.len();
     let store = Store::choose(stream, isa);
-    // `(*f)(x)` calls the closure itself, which is always inlined; `f(x)` would go through
-    // the `Fn for &F` shim, which the compiler leaves out of line once the closure is large
-    // (the exact GELU, with `erf` and `exp`, ran a scalar call per element).
-    if let (Some(src), Some(out)) = (as_type::<S, T>(src), as_uninit_type_mut::<O, U>(out)) {
+    // The path is chosen by `const` conditions on the types, so that only the path a type
+    // combination takes is compiled for it.
+    if const { same_type::<S, T>() && same_type::<U, O>() } {
+        let (Some(src), Some(out)) = (as_type::<S, T>(src), as_uninit_type_mut::<O, U>(out)) else {
+            unreachable!("the types are equal")
+        };
+        // `(*f)(x)` calls the closure itself, which is always inlined; `f(x)` would go
+        // through the `Fn for &F` shim, which the compiler leaves out of line once the
+        // closure is large (the exact GELU, with `erf` and `exp`, ran a scalar call per
+        // element).
         if stride == 1 {
             map_into(
                 store,
@@ -328,7 +375,9 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
         }
         return;
     }
-    if half_lines::unary(isa, stream, out, src, start, stride, f) {
+    if const { half_lines::fits_unary::<S, T, U, O>() }
+        && half_lines::unary(isa, stream, out, src, start, stride, f)
+    {
         return;
     }
     let mut xs = [T::ZERO; BLOCK];
@@ -380,11 +429,15 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
 ) {
     let n = out.len();
     let store = Store::choose(stream, isa);
-    if let (Some(x), Some(y), Some(out)) = (
-        as_type::<A, T>(a.data),
-        as_type::<B, T>(b.data),
-        as_uninit_type_mut::<O, U>(out),
-    ) {
+    // Paths chosen by `const` conditions, as in `unary`.
+    if const { same_type::<A, T>() && same_type::<B, T>() && same_type::<U, O>() } {
+        let (Some(x), Some(y), Some(out)) = (
+            as_type::<A, T>(a.data),
+            as_type::<B, T>(b.data),
+            as_uninit_type_mut::<O, U>(out),
+        ) else {
+            unreachable!("the types are equal")
+        };
         let (sa, sb) = (a.start, b.start);
         match (a.stride, b.stride) {
             (1, 1) => zip_into(store, out, &x[sa..sa + n], &y[sb..sb + n], f),
@@ -416,7 +469,9 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
         }
         return;
     }
-    if half_lines::binary(isa, stream, out, a, b, f) {
+    if const { half_lines::fits_binary::<A, B, T, U, O>() }
+        && half_lines::binary(isa, stream, out, a, b, f)
+    {
         return;
     }
     let mut xs = [T::ZERO; BLOCK];
@@ -460,7 +515,9 @@ pub(crate) fn select<A: Element, B: Element, O: Element>(
 #[inline(always)]
 pub(crate) fn unary_inplace<E: Element, T: Element>(mut dst: RowMut<'_, E>, f: &impl Fn(T) -> T) {
     let n = dst.len();
-    if let Some(d) = dst.as_slice().and_then(as_type_mut::<E, T>) {
+    if const { same_type::<E, T>() }
+        && let Some(d) = dst.as_slice().and_then(as_type_mut::<E, T>)
+    {
         for v in d.iter_mut() {
             *v = f(*v);
         }
@@ -485,10 +542,12 @@ pub(crate) fn binary_inplace<E: Element, B: Element, T: Element>(
     f: &impl Fn(T, T) -> T,
 ) {
     let n = dst.len();
-    if let (Some(d), Some(y)) = (
-        dst.as_slice().and_then(as_type_mut::<E, T>),
-        as_type::<B, T>(b.data),
-    ) {
+    if const { same_type::<E, T>() && same_type::<B, T>() }
+        && let (Some(d), Some(y)) = (
+            dst.as_slice().and_then(as_type_mut::<E, T>),
+            as_type::<B, T>(b.data),
+        )
+    {
         let sb = b.start;
         match b.stride {
             1 => {

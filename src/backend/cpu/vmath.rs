@@ -52,15 +52,46 @@ pub(crate) fn vectorized_for<R>(f: impl FnOnce(Isa) -> R) -> R {
     f(Isa::Baseline)
 }
 
-/// [`vectorized_for`] when `wide`, else `f(Isa::Baseline)` in the caller's (baseline) code:
-/// for loops that only some calls want compiled wider (the others keep their code size).
+/// `vectorized_if!(WIDE, stream, |isa| body)` runs `body`:
+/// - inside [`vectorized_for`] (AVX-512, AVX2 or the baseline) when the constant expression
+///   `WIDE` holds;
+/// - else, when `stream`, inside [`vectorized_avx2`]: a loop that streams its output needs
+///   32-byte stores (see [`super::stream`]), and AVX2 is as fast as AVX-512 for a loop bound
+///   by memory;
+/// - else with `isa = Isa::Baseline` in the caller's (baseline) code.
+///
+/// `WIDE` is evaluated in a `const` block, so an instance compiles `body` three times when it
+/// holds and twice when not, instead of four times for both a wide and a baseline copy.
+macro_rules! vectorized_if {
+    ($wide:expr, $stream:expr, |$isa:pat_param| $body:expr) => {{
+        if const { $wide } {
+            $crate::backend::cpu::vmath::vectorized_for(
+                #[inline(always)]
+                |$isa| $body,
+            )
+        } else if $stream {
+            $crate::backend::cpu::vmath::vectorized_avx2(
+                #[inline(always)]
+                |$isa| $body,
+            )
+        } else {
+            let $isa = $crate::backend::cpu::vmath::Isa::Baseline;
+            $body
+        }
+    }};
+}
+pub(crate) use vectorized_if;
+
+/// `f` inside a function compiled for AVX2 + FMA + F16C when the CPU has them, else
+/// `f(Isa::Baseline)` (see [`vectorized_if`]).
 #[inline(always)]
-pub(crate) fn vectorized_if<R>(wide: bool, f: impl FnOnce(Isa) -> R) -> R {
-    if wide {
-        vectorized_for(f)
-    } else {
-        f(Isa::Baseline)
+pub(crate) fn vectorized_avx2<R>(f: impl FnOnce(Isa) -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if x86::has_avx2() {
+        // SAFETY: the CPU has every feature `with_avx2` is compiled for.
+        return unsafe { x86::with_avx2(f) };
     }
+    f(Isa::Baseline)
 }
 
 #[cfg(target_arch = "x86_64")]
