@@ -580,34 +580,11 @@ fn small_and_training_cases(
     }
 }
 
-/// Whole training steps written with `nn` and `optim`, as `examples/train_digits` runs them:
-/// `zero_grad`, forward, cross-entropy, `backward`, an AdamW step. The MLP is 64-128-10 with
-/// ReLU; the CNN two 3×3 convolutions (1→16→32 channels, padding 1) with ReLU and 2×2 max
-/// pooling, then 128→10; batch 32 of 8×8 images.
+/// Whole training steps written with `nn` and `optim` (`benches/support/training_steps.rs`,
+/// shared with `benches/debug-build`).
 fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&str) -> bool) {
-    use namedtensor::nn::loss::cross_entropy;
-    use namedtensor::nn::{Conv2d, Linear, MaxPool2d, Module};
-    use namedtensor::ops::Window2d;
-    use namedtensor::optim::{Adam, AdamConfig, Optimizer};
-    use namedtensor::{Tensor, dims};
-    dims! { Batch, Pixels, Hidden, Classes, Channels, Features, Rows, Cols, Flat }
-
-    let x = Tensor::<f32, (Batch, Pixels)>::rand([32, 64], 2);
-    let y = Tensor::<i64, (Batch,)>::from_vec((0..32).map(|i| i % 10).collect(), [32]);
     if want("nn_mlp_adamw_b32_64x128x10") {
-        let fc1 = Linear::<Pixels, Hidden>::new(64, 128, 0);
-        let fc2 = Linear::<Hidden, Classes>::new(128, 10, 1);
-        let params = fc1
-            .parameters()
-            .into_iter()
-            .chain(fc2.parameters())
-            .collect();
-        let mut opt = Adam::new(params, AdamConfig::adamw());
-        let step = || {
-            opt.zero_grad();
-            cross_entropy(&fc2.forward(&fc1.forward(&x).relu()), Classes, &y).backward();
-            opt.step().unwrap();
-        };
+        let step = training_steps::mlp();
         compare(
             table,
             workers,
@@ -617,33 +594,7 @@ fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&s
         );
     }
     if want("nn_cnn_adamw_b32_8x8") {
-        let same = Window2d::new(3, 3).padding(1);
-        let conv1 = Conv2d::<Channels, Features, Rows, Cols>::new(1, 16, same, 0);
-        let conv2 = Conv2d::<Features, Hidden, Rows, Cols>::new(16, 32, same, 1);
-        let fc = Linear::<Flat, Classes>::new(128, 10, 2);
-        let pool = MaxPool2d::<Rows, Cols>::new(2);
-        let params = conv1
-            .parameters()
-            .into_iter()
-            .chain(conv2.parameters())
-            .chain(fc.parameters())
-            .collect();
-        let mut opt = Adam::new(params, AdamConfig::adamw());
-        let img = x
-            .split::<Pixels, (Rows, Cols)>(&[8, 8])
-            .align_to::<(Batch, Channels, Rows, Cols)>();
-        let step = || {
-            opt.zero_grad();
-            let h = pool.forward(&conv1.forward(&img).relu());
-            let h = pool.forward(&conv2.forward(&h).relu());
-            cross_entropy(
-                &fc.forward(&h.merge::<(Hidden, Rows, Cols), Flat>()),
-                Classes,
-                &y,
-            )
-            .backward();
-            opt.step().unwrap();
-        };
+        let step = training_steps::cnn();
         compare(
             table,
             workers,
@@ -653,24 +604,7 @@ fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&s
         );
     }
     if want("nn_transformer_adamw_b16_s64_m64") {
-        use char_model::{Batch, CharTransformer, Seq, Sizes, Vocab};
-        let sizes = Sizes {
-            model: 64,
-            heads: 4,
-            hidden: 256,
-            context: 64,
-            layers: 2,
-        };
-        let lm = CharTransformer::<f32>::new(sizes, 0);
-        let mut opt = Adam::new(lm.parameters(), AdamConfig::adamw());
-        let ids = DynTensor::<i64>::randint(0, 96, &[16, 65], 0);
-        let x: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 0, 64).refine_names();
-        let y: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 1, 64).refine_names();
-        let step = || {
-            opt.zero_grad();
-            cross_entropy(&lm.forward(&x), Vocab, &y).backward();
-            opt.step().unwrap();
-        };
+        let step = training_steps::transformer();
         compare(
             table,
             workers,
@@ -681,7 +615,5 @@ fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&s
     }
 }
 
-/// The char_transformer example's model, benchmarked as the example trains it.
-#[allow(dead_code)]
-#[path = "../../../examples/char_transformer/model.rs"]
-mod char_model;
+#[path = "../../support/training_steps.rs"]
+mod training_steps;
