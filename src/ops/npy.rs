@@ -19,7 +19,7 @@
 //!   stored or deflated when reading).
 
 use super::save_tensor::{LeBytes, SaveTensor, distinct_names};
-use super::serialize::{Source, decode, read_elements};
+use super::serialize::{Source, decode, read_elements, read_plain};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tensor::DynTensor;
@@ -275,6 +275,13 @@ impl Literal<'_> {
     }
 }
 
+/// The longest header read. NumPy's own reader refuses headers over 10 000 bytes unless told
+/// otherwise (`max_header_size`, since 1.24); a header states a dtype and a shape, and 1 MiB
+/// is far above any real one. The bound keeps a stated length (up to 4 GiB in version 2) from
+/// being allocated before a byte of it is read: in an `.npz` member the length of the
+/// member itself is only a claim.
+const MAX_HEADER: u64 = 1 << 20;
+
 /// The tensor of the `.npy` file in `bytes` (`source` names it in errors). The header is read
 /// first; then the elements go straight from the file into the tensor's new buffer where they
 /// are stored in the machine's byte order (big-endian data goes through a byte buffer).
@@ -306,6 +313,11 @@ fn from_npy<E: Element>(
         ),
         v => return Err(bad(&format!("unsupported version {v}.{}", first[7]))),
     };
+    if len > MAX_HEADER {
+        return Err(bad(&format!(
+            "a header of {len} bytes (more than the {MAX_HEADER} read)"
+        )));
+    }
     let end = start + len;
     if end > file_len {
         return Err(bad(&"the header runs past the end of the file"));
@@ -360,8 +372,7 @@ fn from_npy<E: Element>(
         )));
     }
     let values = if big_endian && size > 1 {
-        let mut data = vec![0u8; numel * size];
-        bytes.read_at(end, &mut data).map_err(io)?;
+        let mut data = read_plain::<u8>(bytes, end, numel * size).map_err(io)?;
         for element in data.chunks_exact_mut(size) {
             element.reverse();
         }

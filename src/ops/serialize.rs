@@ -467,7 +467,20 @@ impl Source<'_> {
                 if skipped < skip {
                     return Err(std::io::ErrorKind::UnexpectedEof.into());
                 }
-                s.reader.read_exact(buf)?;
+                s.reader.read_exact(buf).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!(
+                                "the data ends before byte {} of the {} its header states",
+                                offset + buf.len() as u64,
+                                s.len
+                            ),
+                        )
+                    } else {
+                        e
+                    }
+                })?;
                 s.pos = offset + buf.len() as u64;
                 Ok(())
             }
@@ -655,16 +668,15 @@ pub(super) fn read_elements<E: Element>(
     n: usize,
 ) -> std::io::Result<Vec<E>> {
     macro_rules! direct {
-        ($t:ty) => {{
-            let mut v: Vec<$t> = bytemuck::zeroed_vec(n);
-            bytes.read_at(offset, bytemuck::cast_slice_mut(&mut v))?;
-            Box::new(v) as Box<dyn Any>
-        }};
+        ($t:ty) => {
+            Box::new(read_plain::<$t>(bytes, offset, n)?) as Box<dyn Any>
+        };
     }
     if cfg!(target_endian = "big") || E::DTYPE == DType::Bool {
-        let mut raw = vec![0u8; n * std::mem::size_of::<E>()];
-        bytes.read_at(offset, &mut raw)?;
-        return Ok(decode(&raw));
+        let len = n
+            .checked_mul(std::mem::size_of::<E>())
+            .ok_or_else(|| std::io::Error::other(format!("{n} elements overflow usize bytes")))?;
+        return Ok(decode(&read_plain::<u8>(bytes, offset, len)?));
     }
     let values: Box<dyn Any> = match E::DTYPE {
         DType::Bool => unreachable!("read through a byte buffer above"),
@@ -681,4 +693,46 @@ pub(super) fn read_elements<E: Element>(
     Ok(*values
         .downcast::<Vec<E>>()
         .expect("the dtype names the type"))
+}
+
+/// How far a vector read from a [`Source::Stream`] grows ahead of the bytes that have
+/// arrived: 16 MiB at first, then as much as it already holds.
+const STREAM_PIECE: usize = 16 << 20;
+
+/// `n` plain values from `offset` of `bytes`, in a new vector.
+///
+/// A file's or a byte slice's length is real (the callers checked `n` against it), so the
+/// vector is allocated at once, zeroed by the allocator (`calloc`). A stream's length is the
+/// claim of a zip member's header, which a 200-byte file can make 4 TiB: there the vector
+/// grows in pieces as the bytes arrive, so what is allocated stays within twice what the
+/// stream really holds, and a stream that ends early is an error, not an abort.
+pub(super) fn read_plain<T: bytemuck::Pod>(
+    bytes: &Source<'_>,
+    offset: u64,
+    n: usize,
+) -> std::io::Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    if !matches!(bytes, Source::Stream(_)) {
+        let mut v: Vec<T> = bytemuck::try_zeroed_vec(n).map_err(|()| {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("cannot allocate {n} elements of {size} bytes"),
+            )
+        })?;
+        bytes.read_at(offset, bytemuck::cast_slice_mut(&mut v))?;
+        return Ok(v);
+    }
+    let piece = (STREAM_PIECE / size).max(1);
+    let mut v: Vec<T> = Vec::new();
+    while v.len() < n {
+        let start = v.len();
+        let end = n.min(start.saturating_add(piece.max(start)));
+        v.resize(end, T::zeroed());
+        // `start * size` fits: `start` elements are allocated.
+        bytes.read_at(
+            offset + (start * size) as u64,
+            bytemuck::cast_slice_mut(&mut v[start..]),
+        )?;
+    }
+    Ok(v)
 }
