@@ -114,12 +114,15 @@ impl LrScheduler for CosineAnnealingLr {
         use std::f64::consts::PI;
         self.epoch += 1;
         let (e, t, lr, min) = (self.epoch as f64, self.t_max as f64, opt.lr(), self.eta_min);
-        let next =
-            if (self.epoch as i64 - 1 - self.t_max as i64).rem_euclid(2 * self.t_max as i64) == 0 {
-                lr + (self.base_lr - min) * (1.0 - (PI / t).cos()) / 2.0
-            } else {
-                (1.0 + (PI * e / t).cos()) / (1.0 + (PI * (e - 1.0) / t).cos()) * (lr - min) + min
-            };
+        // PyTorch's branch test `(epoch − 1 − t_max) mod 2·t_max == 0`, in `i128`: every term
+        // is a `usize`, so it is exact for any `t_max` (in `i64`, `2·t_max` overflows from
+        // `t_max = 2^62`).
+        let (epoch, t_max) = (self.epoch as i128, self.t_max as i128);
+        let next = if (epoch - 1 - t_max).rem_euclid(2 * t_max) == 0 {
+            lr + (self.base_lr - min) * (1.0 - (PI / t).cos()) / 2.0
+        } else {
+            (1.0 + (PI * e / t).cos()) / (1.0 + (PI * (e - 1.0) / t).cos()) * (lr - min) + min
+        };
         opt.set_lr(next)
     }
 

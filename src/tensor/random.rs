@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 impl<E: Float> DynTensor<E> {
-    /// Uniform samples from `[0, 1)`, seeded.
+    /// Uniform samples from `[0, 1)`, seeded. Panics where [`DynTensor::try_rand`] fails.
     ///
     /// Each value is `k / 2^p` for a uniformly drawn integer `k < 2^p`, where `p` is the type's
     /// precision, so every value is exact in `E` and never rounds up to 1.
@@ -23,8 +23,23 @@ impl<E: Float> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn rand(shape: &[usize], seed: u64) -> Self {
-        let n = or_panic(checked_len("rand", shape));
-        or_panic(crate::storage::reserve_buffer::<E>("rand", n));
+        or_panic(Self::try_rand(shape, seed))
+    }
+
+    /// [`DynTensor::rand`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Overflow`] when the element count of `shape` overflows `usize`;
+    /// [`ErrorKind::OutOfMemory`] when the host cannot hold the samples.
+    ///
+    /// ```
+    /// use namedtensor::{DynTensor, ErrorKind};
+    /// let e = DynTensor::<f32>::try_rand(&[1 << 40, 1 << 40], 0).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::Overflow);
+    /// ```
+    pub fn try_rand(shape: &[usize], seed: u64) -> Result<Self> {
+        let n = checked_len("rand", shape)?;
+        crate::storage::reserve_buffer::<E>("rand", n)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let bits = E::MANTISSA_DIGITS;
         let scale = 0.5f64.powi(bits as i32);
@@ -32,7 +47,7 @@ impl<E: Float> DynTensor<E> {
         data.extend(
             (0..n).map(|_| E::from_f64((rng.random::<u64>() >> (64 - bits)) as f64 * scale)),
         );
-        or_panic(DynTensor::from_contiguous_vec(data, shape))
+        DynTensor::from_contiguous_vec(data, shape)
     }
 
     /// Standard normal samples (mean 0, standard deviation 1), seeded.

@@ -1,7 +1,33 @@
 //! Bad and extreme input through the public API: each case is an error of the right kind (or
 //! the right result), never a panic in a `try_` form, an overflow, or a silently wrong value.
 
-use namedtensor::{DynTensor, ErrorKind, Layout, Storage};
+use namedtensor::nn::{AvgPool2d, Conv2d, Linear, MaxPool2d, Module};
+use namedtensor::ops::Window2d;
+use namedtensor::optim::{CosineAnnealingLr, LrScheduler, Optimizer, Sgd, SgdConfig};
+use namedtensor::{DynTensor, Error, ErrorKind, Layout, Storage, Tensor, dims};
+
+dims! { Batch, Rows, Cols, Channels, Features }
+
+/// The text of a panic's payload.
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(s) => *s,
+        Err(p) => p.downcast_ref::<&str>().unwrap_or(&"?").to_string(),
+    }
+}
+
+/// Asserts that `r` failed with `kind` and that its message contains each of `words`.
+#[track_caller]
+fn assert_error<T>(r: namedtensor::Result<T>, kind: ErrorKind, words: &[&str]) -> Error {
+    let Err(e) = r else {
+        panic!("expected a {kind:?} error containing {words:?}, got a value")
+    };
+    assert_eq!(e.kind(), kind, "{e}");
+    for w in words {
+        assert!(e.to_string().contains(w), "{w:?} is not in: {e}");
+    }
+    e
+}
 
 #[test]
 fn empty_tensors_with_huge_dims_do_not_overflow() {
@@ -128,4 +154,113 @@ fn allocations_that_cannot_be_made_are_errors_not_aborts() {
         DynTensor::<f32>::full(&[1 << 20], 2.0).sum().item(),
         (1 << 21) as f32
     );
+}
+
+#[test]
+fn window_sizes_and_schedules_that_overflow_are_errors() {
+    let huge = 1usize << 63;
+    let x = DynTensor::<f32>::ones(&[1, 4, 4]);
+    let named = Tensor::<f32, (Batch, Rows, Cols)>::ones([1, 4, 4]);
+    let cases = [
+        (
+            Window2d::new(2, 2).padding(huge),
+            "4 + 2 × padding 9223372036854775808",
+        ),
+        (
+            Window2d::new(3, 3).dilation(huge),
+            "dilation 9223372036854775808 × (kernel 3 − 1)",
+        ),
+    ];
+    for (window, words) in cases {
+        assert_error(
+            x.try_max_pool2d(window),
+            ErrorKind::Overflow,
+            &["max_pool2d:", words],
+        );
+        assert_error(
+            x.try_avg_pool2d(window),
+            ErrorKind::Overflow,
+            &["avg_pool2d:", words],
+        );
+        assert_error(
+            x.try_unfold2d(window, 0.0),
+            ErrorKind::Overflow,
+            &["unfold2d:", words],
+        );
+        assert_error(window.output_size(4, 4), ErrorKind::Overflow, &[words]);
+        let pool = MaxPool2d::<Rows, Cols>::with_window(window);
+        assert_error(pool.try_forward(&named), ErrorKind::Overflow, &[words]);
+        let pool = AvgPool2d::<Rows, Cols>::with_window(window);
+        assert_error(pool.try_forward(&named), ErrorKind::Overflow, &[words]);
+        let w = DynTensor::<f32>::ones(&[1, 1, window.kernel.0, window.kernel.1]);
+        let e = x.try_conv2d(&w, None, window);
+        assert_error(e, ErrorKind::Overflow, &["conv2d:", words]);
+    }
+    // Padding whose padded size fits, but whose window count does not: 2^41 + 4 positions per
+    // row and per column.
+    let wide = Window2d::new(1, 1).padding(1 << 40);
+    assert_error(
+        x.try_max_pool2d(wide),
+        ErrorKind::Overflow,
+        &["max_pool2d:", "window taps"],
+    );
+    // A window count that fits but whose gather index (2^42 entries of 8 bytes) the host
+    // cannot hold: an allocation error, not an abort.
+    let padded = Window2d::new(1, 1).padding(1 << 20);
+    assert_error(
+        x.try_avg_pool2d(padded),
+        ErrorKind::OutOfMemory,
+        &["avg_pool2d:", "cannot allocate"],
+    );
+    // The panicking form says the same.
+    let pool = std::panic::AssertUnwindSafe(|| x.max_pool2d(cases[0].0));
+    let message = panic_message(std::panic::catch_unwind(pool).unwrap_err());
+    assert!(
+        message.starts_with("max_pool2d:") && message.contains(cases[0].1),
+        "{message}"
+    );
+    assert_eq!(x.to_vec(), vec![1.0; 16]); // untouched
+
+    // Conv2d's fan-in in · kh · kw overflows; a fan-in that fits may still be a weight the host
+    // cannot hold (4 × 2^20 × 2^20 floats: 16 TiB).
+    type Conv = Conv2d<Channels, Features, Rows, Cols>;
+    let kernel = Window2d::new(1 << 32, 1 << 32);
+    let e = Conv::try_new(3, 8, kernel, 0);
+    assert_error(
+        e,
+        ErrorKind::Overflow,
+        &["Conv2d:", "fan-in", "3 × 4294967296 × 4294967296"],
+    );
+    let e = Conv::try_new(4, 1, Window2d::new(1 << 20, 1 << 20), 0);
+    assert_error(
+        e,
+        ErrorKind::OutOfMemory,
+        &["Conv2d:", "cannot allocate", "weight"],
+    );
+    assert_eq!(
+        Conv::try_new(3, 8, Window2d::new(3, 3), 0)
+            .unwrap()
+            .weight
+            .shape(),
+        &[8, 3, 3, 3]
+    );
+
+    // CosineAnnealingLR's period 2·t_max overflows i64 from t_max = 2^62; the schedule is
+    // still defined (the rate barely moves over the first steps).
+    for t_max in [1 << 62, usize::MAX] {
+        let fc = Linear::<Rows, Cols>::new(2, 2, 0);
+        let mut opt = Sgd::new(
+            fc.parameters(),
+            SgdConfig {
+                lr: 0.5,
+                ..SgdConfig::default()
+            },
+        );
+        let mut s = CosineAnnealingLr::new(&mut opt, t_max, 0.0).unwrap();
+        for _ in 0..3 {
+            s.step(&mut opt).unwrap();
+        }
+        assert_eq!(opt.lr(), 0.5, "t_max = {t_max}");
+        assert_eq!(s.last_epoch(), 3);
+    }
 }
