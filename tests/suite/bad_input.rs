@@ -1,6 +1,8 @@
 //! Bad and extreme input through the public API: each case is an error of the right kind (or
 //! the right result), never a panic in a `try_` form, an overflow, or a silently wrong value.
 
+use namedtensor::data::{DataLoader, Dataset};
+use namedtensor::nn::init::derive_seed;
 use namedtensor::nn::{AvgPool2d, Conv2d, Linear, MaxPool2d, Module};
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{CosineAnnealingLr, LrScheduler, Optimizer, Sgd, SgdConfig};
@@ -263,4 +265,73 @@ fn window_sizes_and_schedules_that_overflow_are_errors() {
         assert_eq!(opt.lr(), 0.5, "t_max = {t_max}");
         assert_eq!(s.last_epoch(), 3);
     }
+}
+
+/// `len` items that are their own indices (nothing is stored); the length can change
+/// between epochs.
+struct Indices(std::cell::Cell<usize>);
+
+impl Dataset for Indices {
+    type Batch = Vec<i64>;
+    fn len(&self) -> usize {
+        self.0.get()
+    }
+    fn batch(&self, indices: &DynTensor<i64>) -> namedtensor::Result<Vec<i64>> {
+        indices.try_to_vec()
+    }
+}
+
+fn indices(len: usize) -> Indices {
+    Indices(std::cell::Cell::new(len))
+}
+
+#[test]
+fn epochs_over_huge_datasets_are_errors_or_lazy_never_aborts() {
+    // More items than i64 indices address: one error, in order or shuffled.
+    for n in [usize::MAX, i64::MAX as usize + 1] {
+        for shuffle in [false, true] {
+            let loader = DataLoader::new(indices(n), 4).unwrap();
+            let mut loader = if shuffle { loader.shuffle(7) } else { loader };
+            let mut items: Vec<_> = loader.epoch().collect();
+            assert_eq!(items.len(), 1, "{n} items, shuffle {shuffle}");
+            let words = ["DataLoader:", &n.to_string(), "i64::MAX"];
+            assert_error(items.remove(0), ErrorKind::Overflow, &words);
+        }
+    }
+    // 2^62 items in order: each batch's indices are made when it is fetched.
+    let mut loader = DataLoader::new(indices(1 << 62), 3).unwrap();
+    assert_eq!(loader.num_batches(), (1usize << 62).div_ceil(3));
+    let mut epoch = loader.epoch();
+    assert_eq!(epoch.next().unwrap().unwrap(), vec![0, 1, 2]);
+    assert_eq!(epoch.next().unwrap().unwrap(), vec![3, 4, 5]);
+    // Shuffled, the permutation of 2^40 or 2^62 indices cannot be allocated: one error, and the
+    // epoch is not counted (the next one draws epoch 0's permutation).
+    let mut loader = DataLoader::new(indices(1 << 40), 4).unwrap().shuffle(7);
+    for n in [1usize << 40, 1 << 62] {
+        loader.dataset().0.set(n);
+        let mut items: Vec<_> = loader.epoch().collect();
+        assert_eq!(items.len(), 1, "{n} items");
+        let words = ["DataLoader:", "shuffling", "cannot allocate"];
+        assert_error(items.remove(0), ErrorKind::OutOfMemory, &words);
+    }
+    loader.dataset().0.set(10);
+    let first: Vec<i64> = loader.epoch().flat_map(|b| b.unwrap()).collect();
+    assert_eq!(first, DynTensor::randperm(10, derive_seed(7, 0)).to_vec());
+
+    // randperm itself: an error, and the panicking form panics with its message.
+    let e = DynTensor::try_randperm(1 << 40, 0);
+    assert_error(
+        e,
+        ErrorKind::OutOfMemory,
+        &["randperm:", "cannot allocate 1099511627776"],
+    );
+    let e = DynTensor::try_randperm(usize::MAX, 0);
+    assert_error(e, ErrorKind::OutOfMemory, &["randperm:"]);
+    let message =
+        panic_message(std::panic::catch_unwind(|| DynTensor::randperm(1 << 40, 0)).unwrap_err());
+    assert!(
+        message.starts_with("randperm: cannot allocate"),
+        "{message}"
+    );
+    assert_eq!(DynTensor::try_randperm(0, 0).unwrap().numel(), 0);
 }
