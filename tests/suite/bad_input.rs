@@ -5,7 +5,10 @@ use namedtensor::data::{DataLoader, Dataset};
 use namedtensor::nn::init::derive_seed;
 use namedtensor::nn::{AvgPool2d, Conv2d, Linear, MaxPool2d, Module};
 use namedtensor::ops::Window2d;
-use namedtensor::optim::{CosineAnnealingLr, LrScheduler, Optimizer, Sgd, SgdConfig};
+use namedtensor::optim::{
+    Adam, AdamConfig, CosineAnnealingLr, LinearLr, LrScheduler, Optimizer, Sgd, SgdConfig, StepLr,
+    clip_grad_norm_,
+};
 use namedtensor::{DynTensor, Error, ErrorKind, Layout, Storage, Tensor, dims};
 
 dims! { Batch, Rows, Cols, Channels, Features }
@@ -334,4 +337,140 @@ fn epochs_over_huge_datasets_are_errors_or_lazy_never_aborts() {
         "{message}"
     );
     assert_eq!(DynTensor::try_randperm(0, 0).unwrap().numel(), 0);
+}
+
+#[test]
+fn optimiser_and_schedule_options_must_be_finite_and_messages_say_what_is_wrong() {
+    let fc = Linear::<Rows, Cols, f64>::new(2, 2, 0);
+    let before: Vec<Vec<f64>> = fc.parameters().iter().map(|p| p.tensor.to_vec()).collect();
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    let sgd = |c: SgdConfig| Sgd::try_new(fc.parameters(), c).map(|_| ());
+    let base = SgdConfig::default();
+    for v in [inf, nan, -1.0] {
+        let rule = format!("= {v} must be a finite number ≥ 0");
+        let e = sgd(SgdConfig {
+            momentum: v,
+            ..base
+        });
+        let e = assert_error(e, ErrorKind::InvalidArgument, &["SGD:", "momentum", &rule]);
+        assert!(!e.to_string().contains("negative"), "{e}");
+        let e = sgd(SgdConfig {
+            weight_decay: v,
+            ..base
+        });
+        assert_error(
+            e,
+            ErrorKind::InvalidArgument,
+            &["SGD:", "weight_decay", &rule],
+        );
+        let e = sgd(SgdConfig { lr: v, ..base });
+        let words = [
+            "SGD:",
+            "learning rate",
+            &format!("= {v} must be a finite number > 0"),
+        ];
+        assert_error(e, ErrorKind::InvalidArgument, &words);
+    }
+    let e = sgd(SgdConfig {
+        dampening: nan,
+        ..base
+    });
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["dampening = NaN must be in [0, 1]"],
+    );
+    let e = sgd(SgdConfig {
+        nesterov: true,
+        dampening: 0.5,
+        momentum: 0.9,
+        ..base
+    });
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["Nesterov", "momentum = 0.9 and dampening = 0.5"],
+    );
+    for (adam, op) in [
+        (AdamConfig::default(), "Adam:"),
+        (AdamConfig::adamw(), "AdamW:"),
+    ] {
+        let try_adam = |c: AdamConfig| Adam::try_new(fc.parameters(), c).map(|_| ());
+        for v in [inf, nan] {
+            let rule = format!("= {v} must be a finite number ≥ 0");
+            let e = try_adam(AdamConfig { eps: v, ..adam });
+            assert_error(e, ErrorKind::InvalidArgument, &[op, "eps", &rule]);
+            let e = try_adam(AdamConfig {
+                weight_decay: v,
+                ..adam
+            });
+            assert_error(e, ErrorKind::InvalidArgument, &[op, "weight_decay", &rule]);
+            let e = try_adam(AdamConfig {
+                betas: (v, 0.999),
+                ..adam
+            });
+            assert_error(
+                e,
+                ErrorKind::InvalidArgument,
+                &[op, &format!("beta1 = {v} must be in [0, 1)")],
+            );
+        }
+    }
+
+    // Schedules: each option on its own, the optimiser's rate left as it was.
+    let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 0.5, ..base });
+    for gamma in [0.0, -1.0, inf, nan] {
+        let e = StepLr::new(&mut opt, 2, gamma);
+        let words = [
+            "StepLR:",
+            &format!("gamma = {gamma} must be a finite number > 0"),
+        ];
+        let e = assert_error(e, ErrorKind::InvalidArgument, &words);
+        assert!(!e.to_string().contains("step_size"), "{e}");
+    }
+    let e = StepLr::new(&mut opt, 0, 0.5);
+    let e = assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["StepLR:", "step_size = 0 must be at least 1"],
+    );
+    assert!(!e.to_string().contains("gamma"), "{e}");
+    for eta_min in [-1.0, inf, nan] {
+        let e = CosineAnnealingLr::new(&mut opt, 10, eta_min);
+        let words = [
+            "CosineAnnealingLR:",
+            &format!("eta_min = {eta_min} must be a finite number ≥ 0"),
+        ];
+        assert_error(e, ErrorKind::InvalidArgument, &words);
+    }
+    let e = CosineAnnealingLr::new(&mut opt, 0, 0.0);
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["t_max = 0 must be at least 1"],
+    );
+    for (start, end, words) in [
+        (nan, 1.0, "start_factor = NaN must be in (0, 1]"),
+        (0.0, 1.0, "start_factor = 0 must be in (0, 1]"),
+        (0.5, inf, "end_factor = inf must be in [0, 1]"),
+    ] {
+        let e = LinearLr::new(&mut opt, start, end, 3);
+        assert_error(e, ErrorKind::InvalidArgument, &["LinearLR:", words]);
+    }
+    assert_eq!(opt.lr(), 0.5);
+    let e = opt.set_lr(inf);
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["learning rate lr = inf must be a finite number > 0"],
+    );
+    assert_eq!(opt.lr(), 0.5);
+    let e = clip_grad_norm_(&fc.parameters(), nan);
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["max_norm = NaN must be a number ≥ 0"],
+    );
+    let after: Vec<Vec<f64>> = fc.parameters().iter().map(|p| p.tensor.to_vec()).collect();
+    assert_eq!(before, after); // untouched
 }
