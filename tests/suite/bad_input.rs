@@ -3,7 +3,8 @@
 
 use namedtensor::data::{DataLoader, Dataset};
 use namedtensor::nn::init::derive_seed;
-use namedtensor::nn::{AvgPool2d, Conv2d, Linear, MaxPool2d, Module};
+use namedtensor::nn::loss::{CrossEntropy, Nll};
+use namedtensor::nn::{AvgPool2d, Conv2d, Embedding, Linear, MaxPool2d, Module};
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{
     Adam, AdamConfig, CosineAnnealingLr, LinearLr, LrScheduler, Optimizer, Sgd, SgdConfig, StepLr,
@@ -473,4 +474,84 @@ fn optimiser_and_schedule_options_must_be_finite_and_messages_say_what_is_wrong(
     );
     let after: Vec<Vec<f64>> = fc.parameters().iter().map(|p| p.tensor.to_vec()).collect();
     assert_eq!(before, after); // untouched
+}
+
+#[test]
+fn errors_name_the_callers_input_not_an_internal_step() {
+    // A class dim of size 0 with every label ignored: nothing to gather from.
+    let logits = Tensor::<f32, (Batch, Features)>::zeros([2, 0]);
+    let labels = Tensor::<i64, (Batch,)>::from_vec(vec![-100, -100], [2]);
+    let words = ["class dim `Features`", "shape [2, 0]", "size 0"];
+    let ce = CrossEntropy::default();
+    for e in [
+        ce.try_forward(&logits, Features, &labels).map(|_| ()),
+        ce.try_per_item(&logits, Features, &labels).map(|_| ()),
+        Nll::default()
+            .try_forward(&logits, Features, &labels)
+            .map(|_| ()),
+    ] {
+        let e = assert_error(e, ErrorKind::InvalidArgument, &words);
+        assert!(!e.to_string().contains("gather"), "{e}");
+        assert!(e.op() == "cross_entropy" || e.op() == "nll_loss", "{e}");
+    }
+
+    // An embedding id out of range names the layer, the id and the vocabulary.
+    let emb = Embedding::<Features, Channels>::new(5, 2, 0);
+    let table = emb.weight.to_vec();
+    for id in [5, -1, i64::MAX, i64::MIN] {
+        let ids = Tensor::<i64, (Batch,)>::from_vec(vec![0, id, 1], [3]);
+        let words = [
+            "Embedding:",
+            &format!("id {id} is out of range"),
+            "5 entries of the vocabulary `Features`",
+            "0..5",
+        ];
+        let e = assert_error(emb.try_forward(&ids), ErrorKind::IndexOutOfRange, &words);
+        assert!(!e.to_string().contains("index_select"), "{e}");
+    }
+    assert_eq!(emb.weight.to_vec(), table); // untouched
+
+    // A 0-d tensor is one entry along dim 0 (or -1) for sort, argsort, topk and flatten; the
+    // message says 0-d, not "rank 1".
+    let s = DynTensor::<f32>::scalar(1.0);
+    for (op, e) in [
+        ("sort", s.try_sort(1, false).map(|_| ())),
+        ("argsort", s.try_argsort(1, false).map(|_| ())),
+        ("topk", s.try_topk(1, 1, true).map(|_| ())),
+        ("flatten", s.try_flatten(0, -2).map(|_| ())),
+    ] {
+        let words = [
+            &format!("{op}:")[..],
+            "dim ",
+            "0-d tensor",
+            "expected 0 or -1",
+        ];
+        let e = assert_error(e, ErrorKind::DimOutOfRange, &words);
+        assert!(!e.to_string().contains("rank 1"), "{e}");
+    }
+    assert_eq!(s.try_sort(-1, true).unwrap().0.item(), 1.0);
+    assert_eq!(s.try_topk(1, 0, true).unwrap().1.item(), 0);
+
+    // A new dim's position is out of range for the tensor the caller has (rank 2), not for
+    // the result (rank 3).
+    let mut t = DynTensor::<f32>::zeros(&[2, 3]);
+    for dim in [isize::MIN, 3, -4, isize::MAX] {
+        let words = [
+            &format!("dim {dim} is out of range")[..],
+            "rank 2",
+            "-3..=2",
+        ];
+        for (op, e) in [
+            ("unsqueeze", t.try_unsqueeze(dim).map(|_| ())),
+            ("stack", DynTensor::try_stack(&[&t, &t], dim).map(|_| ())),
+            ("unsqueeze", t.try_unsqueeze_(dim).map(|_| ())),
+        ] {
+            let e = assert_error(e, ErrorKind::DimOutOfRange, &words);
+            assert_eq!(e.op(), op, "{e}");
+            assert!(!e.to_string().contains("rank 3"), "{e}");
+        }
+    }
+    assert_eq!(t.shape(), &[2, 3]); // untouched
+    assert_eq!(t.try_unsqueeze(-3).unwrap().shape(), &[1, 2, 3]);
+    assert_eq!(t.try_unsqueeze(2).unwrap().shape(), &[2, 3, 1]);
 }
