@@ -131,6 +131,33 @@ impl Error {
         )
     }
 
+    /// `dim` is not a position for a new dim of a tensor of rank `rank` (`unsqueeze`,
+    /// `stack`): the message names the tensor's rank, not the result's.
+    pub(crate) fn new_dim_out_of_range(op: &'static str, dim: isize, rank: usize) -> Self {
+        Error::new(
+            ErrorKind::DimOutOfRange,
+            op,
+            format!(
+                "dim {dim} is out of range for a new dim of a tensor of rank {rank} (expected a \
+                 dim in {}..={rank})",
+                -(rank as isize) - 1
+            ),
+        )
+    }
+
+    /// `dim` is neither 0 nor -1 for a 0-d tensor that `op` takes as one entry along a single
+    /// dim (as PyTorch's `sort`, `topk` and `flatten` do): the message names rank 0, not 1.
+    pub(crate) fn dim_out_of_range_0d(op: &'static str, dim: isize) -> Self {
+        Error::new(
+            ErrorKind::DimOutOfRange,
+            op,
+            format!(
+                "dim {dim} is out of range for a 0-d tensor ({op} takes it as one entry along \
+                 a single dim: expected 0 or -1)"
+            ),
+        )
+    }
+
     pub(crate) fn overflow(op: &'static str, what: impl fmt::Display) -> Self {
         Error::new(
             ErrorKind::Overflow,

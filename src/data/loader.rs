@@ -5,6 +5,8 @@
 //!   `len % batch_size` items of the incomplete last batch), in order or in the permutation
 //!   `randperm(len, derive_seed(seed, epoch))`.
 //! - A loader never yields an empty batch.
+//! - An epoch that cannot start (a dataset of more than `i64::MAX` items, or a shuffled order
+//!   the host cannot hold) yields one error and is not counted; nothing in it panics.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::nn::init::derive_seed;
@@ -105,19 +107,93 @@ impl<D: Dataset> DataLoader<D> {
         }
     }
 
-    /// The batches of the next epoch.
+    /// The batches of the next epoch, each item a batch or the error of making it.
+    ///
+    /// In order, each batch's indices are made when it is fetched, so an epoch over any
+    /// dataset holds one batch's indices at a time; shuffled, the permutation of all `len`
+    /// indices is made first (`len` indices of 8 bytes).
+    ///
+    /// # Errors
+    /// An epoch that cannot start yields one error and nothing else, and is not counted (the
+    /// next call draws the same permutation): [`ErrorKind::Overflow`] for a dataset of more
+    /// than `i64::MAX` items (indices are `i64`), [`ErrorKind::OutOfMemory`] when the host
+    /// cannot hold the shuffled order. A batch whose indices the host cannot hold, or that
+    /// [`Dataset::batch`] fails to make, is an error item in its place.
+    ///
+    /// ```
+    /// use namedtensor::data::{DataLoader, Dataset};
+    /// use namedtensor::{DynTensor, ErrorKind};
+    /// /// Items that are their own index, as many as `usize` counts.
+    /// struct Huge;
+    /// impl Dataset for Huge {
+    ///     type Batch = Vec<i64>;
+    ///     fn len(&self) -> usize { usize::MAX }
+    ///     fn batch(&self, i: &DynTensor<i64>) -> namedtensor::Result<Vec<i64>> { Ok(i.to_vec()) }
+    /// }
+    /// let mut loader = DataLoader::new(Huge, 2).unwrap();
+    /// let first: Vec<_> = loader.epoch().collect();
+    /// assert_eq!(first.len(), 1);
+    /// assert_eq!(first[0].as_ref().unwrap_err().kind(), ErrorKind::Overflow);
+    /// ```
     pub fn epoch(&mut self) -> impl Iterator<Item = Result<D::Batch>> + '_ {
         let n = self.data.len();
-        let order = match self.seed {
-            Some(seed) => DynTensor::randperm(n, derive_seed(seed, self.epochs)),
-            None => DynTensor::arange(0, n as i64, 1),
+        let batches = self.num_batches();
+        let (failed, order, batches) = match self.order(n) {
+            Ok(order) => {
+                self.epochs += 1;
+                (None, order, batches)
+            }
+            Err(e) => (Some(e), None, 0),
         };
-        self.epochs += 1;
-        let size = self.batch_size;
-        (0..self.num_batches()).map(move |b| {
-            let start = b * size;
-            let idx = order.try_narrow(0, start as isize, size.min(n - start))?;
-            self.data.batch(&idx)
+        let (data, size) = (&self.data, self.batch_size);
+        failed
+            .map(Err)
+            .into_iter()
+            .chain((0..batches).map(move |b| {
+                // `b` is below the number of batches, so the batch starts inside the dataset.
+                let start = b * size;
+                let len = size.min(n - start);
+                let idx = match &order {
+                    Some(perm) => perm.try_narrow(0, start as isize, len)?,
+                    None => index_range(start, len)?,
+                };
+                data.batch(&idx)
+            }))
+    }
+
+    /// The epoch's permutation of `0..n` when shuffling (none in order), or the error that
+    /// keeps the epoch from starting.
+    fn order(&self, n: usize) -> Result<Option<DynTensor<i64>>> {
+        if i64::try_from(n).is_err() {
+            return Err(Error::new(
+                ErrorKind::Overflow,
+                "DataLoader",
+                format!(
+                    "the dataset has {n} items, more than i64 indices can address (at most \
+                     i64::MAX = {})",
+                    i64::MAX
+                ),
+            ));
+        }
+        let Some(seed) = self.seed else {
+            return Ok(None);
+        };
+        let perm = DynTensor::try_randperm(n, derive_seed(seed, self.epochs));
+        perm.map(Some).map_err(|e| {
+            Error::new(
+                e.kind(),
+                "DataLoader",
+                format!("shuffling {n} items: {}", e.message()),
+            )
         })
     }
+}
+
+/// The indices `start..start + len` of a batch in order, allocated fallibly.
+/// `start + len` is at most the dataset's length, which fits `i64` (`DataLoader::order`).
+fn index_range(start: usize, len: usize) -> Result<DynTensor<i64>> {
+    crate::storage::reserve_buffer::<i64>("DataLoader", len)?;
+    let mut data = crate::storage::take_buffer(len);
+    data.extend(start as i64..(start + len) as i64);
+    DynTensor::try_from_vec(data, &[len])
 }

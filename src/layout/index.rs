@@ -21,6 +21,21 @@ pub fn normalize_dim(op: &'static str, dim: isize, rank: usize) -> Result<usize>
     })
 }
 
+/// Maps the position `dim` of a dim inserted into a tensor of rank `rank` (`unsqueeze`,
+/// `stack`), in `-(rank + 1)..=rank`, to `0..=rank`.
+pub(crate) fn normalize_new_dim(op: &'static str, dim: isize, rank: usize) -> Result<usize> {
+    normalize_dim(op, dim, rank + 1).map_err(|_| Error::new_dim_out_of_range(op, dim, rank))
+}
+
+/// Maps `dim` of a 0-d tensor that `op` takes as one entry along a single dim (PyTorch's
+/// rule for `sort`, `topk`, `flatten`) to 0: only 0 and -1 are valid.
+pub(crate) fn normalize_dim_0d(op: &'static str, dim: isize) -> Result<usize> {
+    match dim {
+        0 | -1 => Ok(0),
+        _ => Err(Error::dim_out_of_range_0d(op, dim)),
+    }
+}
+
 /// Maps `index` in `-size..size` to `0..size` for dim `dim` of `shape`.
 ///
 /// ```

@@ -21,6 +21,7 @@ mod view;
 pub use blocks::{Block, Coalesced, RowStarts, for_each_block};
 pub use broadcast::broadcast_shapes;
 pub use index::{normalize_dim, normalize_index};
+pub(crate) use index::{normalize_dim_0d, normalize_new_dim};
 pub use view::infer_shape;
 
 use crate::error::{Error, Result};

@@ -1,6 +1,9 @@
 //! View operations: each maps a layout to a new layout over the same storage elements.
 
-use super::{Layout, checked_numel, contiguous_strides, normalize_dim, normalize_index};
+use super::{
+    Layout, checked_numel, contiguous_strides, normalize_dim, normalize_dim_0d, normalize_index,
+    normalize_new_dim,
+};
 use crate::error::{Error, ErrorKind, Result};
 
 impl Layout {
@@ -269,7 +272,7 @@ impl Layout {
     /// assert_eq!((l.sizes(), l.strides()), (&[2, 3, 1][..], &[3, 1, 1][..]));
     /// ```
     pub fn unsqueeze(&self, dim: isize) -> Result<Layout> {
-        let d = normalize_dim("unsqueeze", dim, self.rank() + 1)?;
+        let d = normalize_new_dim("unsqueeze", dim, self.rank())?;
         let stride = if d < self.rank() {
             self.strides[d] * self.sizes[d]
         } else {
@@ -332,8 +335,8 @@ impl Layout {
 /// The shape after merging dims `start..=end` (a rank-0 shape flattens to `[1]`).
 pub(crate) fn flatten_shape(sizes: &[usize], start: isize, end: isize) -> Result<Vec<usize>> {
     if sizes.is_empty() {
-        normalize_dim("flatten", start, 1)?;
-        normalize_dim("flatten", end, 1)?;
+        normalize_dim_0d("flatten", start)?;
+        normalize_dim_0d("flatten", end)?;
         return Ok(vec![1]);
     }
     let s = normalize_dim("flatten", start, sizes.len())?;

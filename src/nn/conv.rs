@@ -59,20 +59,54 @@ pub struct Conv2d<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float = f32> {
 
 impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Conv2d<In, Out, H, W, E> {
     /// A layer from `in_size` to `out_size` channels with the kernel and geometry of
-    /// `window`, initialised as PyTorch does from `seed`.
+    /// `window`, initialised as PyTorch does from `seed`. Panics where [`Conv2d::try_new`]
+    /// fails.
+    #[track_caller]
     pub fn new(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Self
     where
         (Out, In, KernelRows, KernelCols): Shape,
     {
+        or_panic(Conv2d::try_new(in_size, out_size, window, seed))
+    }
+
+    /// [`Conv2d::new`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Overflow`] when the fan-in `in_size · kh · kw` or the weight's element
+    /// count overflows `usize`; [`ErrorKind::OutOfMemory`] when the host cannot hold the
+    /// weight.
+    ///
+    /// ```
+    /// use namedtensor::nn::Conv2d;
+    /// use namedtensor::ops::Window2d;
+    /// use namedtensor::{dims, ErrorKind};
+    /// dims! { Channels, Features, Height, Width }
+    /// let huge = Window2d::new(1 << 32, 1 << 32);
+    /// let err = Conv2d::<Channels, Features, Height, Width>::try_new(3, 8, huge, 0).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::Overflow);
+    /// ```
+    pub fn try_new(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Result<Self>
+    where
+        (Out, In, KernelRows, KernelCols): Shape,
+    {
         let (kh, kw) = window.kernel;
-        let bound = fan_in_bound(in_size * kh * kw);
-        let weight = or_panic(uniform(
-            &[out_size, in_size, kh, kw],
-            bound,
-            derive_seed(seed, 0),
-        ));
-        let bias = or_panic(uniform(&[out_size], bound, derive_seed(seed, 1)));
-        or_panic(Conv2d::try_from_parameters(weight, Some(bias), window))
+        let fan_in = in_size
+            .checked_mul(kh)
+            .and_then(|n| n.checked_mul(kw))
+            .ok_or_else(|| {
+                Error::overflow(
+                    "Conv2d",
+                    format!(
+                        "the fan-in in_size × kernel rows × kernel cols = {in_size} × {kh} × {kw}"
+                    ),
+                )
+            })?;
+        let bound = fan_in_bound(fan_in);
+        let weight = uniform(&[out_size, in_size, kh, kw], bound, derive_seed(seed, 0))
+            .map_err(|e| in_layer(e, "the weight"))?;
+        let bias = uniform(&[out_size], bound, derive_seed(seed, 1))
+            .map_err(|e| in_layer(e, "the bias"))?;
+        Conv2d::try_from_parameters(weight, Some(bias), window)
     }
 
     /// A layer with the given parameters (detached, then marked as leaves that require
@@ -146,6 +180,12 @@ impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Module<E> for Conv2d<In, Out, 
         v.param("weight", &self.weight);
         v.param_opt("bias", &self.bias);
     }
+}
+
+/// `e`, raised while making `what` of a [`Conv2d`], as the layer's error: the caller called
+/// `Conv2d::try_new`, not the `rand` inside it.
+fn in_layer(e: Error, what: &str) -> Error {
+    Error::new(e.kind(), "Conv2d", format!("{} (for {what})", e.message()))
 }
 
 /// Runs `f` on `x` with the axes `axes` moved last and every other axis flattened into one

@@ -2,7 +2,7 @@
 
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Dim, DimTuple, ReplaceDim, Shape};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
@@ -54,12 +54,53 @@ impl<Vocab: Dim, D: Dim, E: Float> Embedding<Vocab, D, E> {
         or_panic(self.try_forward(ids))
     }
 
-    /// [`Embedding::forward`], or an error for an index outside `0..vocab`.
+    /// [`Embedding::forward`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::IndexOutOfRange`] naming the layer, the first id outside `0..vocab` and
+    /// the vocabulary size; the errors of `index_select` otherwise (e.g. an output the host
+    /// cannot hold).
+    ///
+    /// ```
+    /// use namedtensor::nn::Embedding;
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Vocab, Model, Seq }
+    /// let emb = Embedding::<Vocab, Model>::new(5, 2, 0);
+    /// let err = emb.try_forward(&Tensor::<i64, (Seq,)>::from_vec(vec![1, 5], [2])).unwrap_err();
+    /// assert!(err.to_string().starts_with("Embedding: id 5 is out of range for the 5"), "{err}");
+    /// ```
     pub fn try_forward<I: DimTuple>(&self, ids: &Tensor<i64, I>) -> Result<Embedded<E, Vocab, D, I>>
     where
         (Vocab, D): ReplaceDim<Vocab, I>,
     {
-        self.weight.try_index_select(Vocab::default(), ids)
+        // `index_select` checks every id before it copies anything; only its error is
+        // rephrased, so the ids are read a second time only when one is out of range.
+        self.weight
+            .try_index_select(Vocab::default(), ids)
+            .map_err(|e| match e.kind() {
+                ErrorKind::IndexOutOfRange => self.id_error(ids.as_dyn()).unwrap_or(e),
+                _ => e,
+            })
+    }
+
+    /// The error for the first id of `ids` outside the vocabulary, if there is one.
+    fn id_error(&self, ids: &DynTensor<i64>) -> Option<Error> {
+        let vocab = self.weight.shape()[0];
+        let valid = 0..i64::try_from(vocab).unwrap_or(i64::MAX);
+        let bad = ids
+            .try_to_vec()
+            .ok()?
+            .into_iter()
+            .find(|id| !valid.contains(id))?;
+        Some(Error::new(
+            ErrorKind::IndexOutOfRange,
+            "Embedding",
+            format!(
+                "id {bad} is out of range for the {vocab} entries of the vocabulary `{}` (valid \
+                 ids are 0..{vocab})",
+                Vocab::NAME
+            ),
+        ))
     }
 }
 

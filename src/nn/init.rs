@@ -24,6 +24,11 @@ pub fn derive_seed(seed: u64, i: u64) -> u64 {
 
 /// Samples of the uniform distribution on `[-bound, bound)`, named `S`.
 ///
+/// # Errors
+/// The errors of [`DynTensor::try_rand`] (a shape whose element count overflows, or that the
+/// host cannot hold), and [`ErrorKind`](crate::ErrorKind)`::ShapeMismatch` when `sizes` does
+/// not have the rank of `S`.
+///
 /// ```
 /// use namedtensor::{dims, nn::init::uniform};
 /// dims! { Out, In }
@@ -31,8 +36,10 @@ pub fn derive_seed(seed: u64, i: u64) -> u64 {
 /// assert!(w.to_vec().iter().all(|x| x.abs() <= 0.25));
 /// ```
 pub fn uniform<E: Float, S: Shape>(sizes: &[usize], bound: f64, seed: u64) -> Result<Tensor<E, S>> {
-    let unit = DynTensor::<E>::rand(sizes, seed);
-    (&unit * (2.0 * bound) - bound).try_refine_names()
+    let unit = DynTensor::<E>::try_rand(sizes, seed)?;
+    unit.try_mul_scalar(2.0 * bound)?
+        .try_sub_scalar(bound)?
+        .try_refine_names()
 }
 
 /// PyTorch's `Linear`/`Conv` default: the uniform distribution on

@@ -153,7 +153,8 @@ macro_rules! classification_forms {
             }
 
             /// The reduced loss, or an error for a label outside the classes (and not
-            /// ignored), labels whose sizes differ from the input's, or an invalid option.
+            /// ignored), labels whose sizes differ from the input's, a class dim of size 0,
+            /// or an invalid option.
             pub fn try_forward<E: Float, S, P: DimTuple, C>(
                 &self,
                 $input: &Tensor<E, S, P>,
@@ -277,6 +278,18 @@ fn classification<E: Float>(c: &Classification<'_, E>) -> Result<Parts<E>> {
                 c.names,
                 c.names[c.axis],
                 expected
+            ),
+        ));
+    }
+    if classes == 0 {
+        // Checked here, not left to the gather below: with every label ignored, nothing else
+        // would catch it, and the gather's error would name an index the caller never gave.
+        return Err(err(
+            ErrorKind::InvalidArgument,
+            format!(
+                "the class dim `{}` of the input (shape {:?}, dims {:?}) has size 0: there are \
+                 no classes to score the labels against",
+                c.names[c.axis], shape, c.names
             ),
         ));
     }

@@ -60,21 +60,65 @@ impl Window2d {
         self
     }
 
-    /// The number of window positions `(OH, OW)` over an `h × w` input, or an error when the
-    /// geometry is invalid or the (dilated) kernel does not fit the padded input.
+    /// The number of window positions `(OH, OW)` over an `h × w` input.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] when the kernel, stride or dilation is 0 or the
+    /// (dilated) kernel does not fit the padded input; [`ErrorKind::Overflow`] when the padded
+    /// input `size + 2·padding` or the dilated kernel's span `dilation·(kernel − 1) + 1`
+    /// overflows `usize`.
+    ///
+    /// ```
+    /// use namedtensor::{ops::Window2d, ErrorKind};
+    /// let huge = Window2d::new(2, 2).padding(usize::MAX / 2);
+    /// assert_eq!(huge.output_size(4, 4).unwrap_err().kind(), ErrorKind::Overflow);
+    /// ```
     pub fn output_size(&self, h: usize, w: usize) -> Result<(usize, usize)> {
+        self.output_size_for("unfold2d", h, w)
+    }
+
+    /// [`Window2d::output_size`], its errors naming `op`.
+    fn output_size_for(&self, op: &'static str, h: usize, w: usize) -> Result<(usize, usize)> {
         let one = |what: &str, size: usize, k: usize, s: usize, p: usize, d: usize| {
             if k == 0 || s == 0 || d == 0 {
-                return Err(format!(
-                    "the kernel, stride and dilation must be positive ({what}: kernel {k}, stride {s}, dilation {d})"
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    op,
+                    format!(
+                        "the kernel, stride and dilation must be positive ({what}: kernel {k}, \
+                         stride {s}, dilation {d})"
+                    ),
                 ));
             }
-            let span = d * (k - 1) + 1;
-            let padded = size + 2 * p;
+            let span = (k - 1)
+                .checked_mul(d)
+                .and_then(|s| s.checked_add(1))
+                .ok_or_else(|| {
+                    Error::overflow(
+                        op,
+                        format!(
+                            "the span of the dilated {what} kernel (dilation {d} × (kernel {k} \
+                             − 1) + 1)"
+                        ),
+                    )
+                })?;
+            let padded = p
+                .checked_mul(2)
+                .and_then(|both| size.checked_add(both))
+                .ok_or_else(|| {
+                    Error::overflow(
+                        op,
+                        format!("the number of padded input {what}s ({size} + 2 × padding {p})"),
+                    )
+                })?;
             if padded < span {
-                return Err(format!(
-                    "the {what} kernel spans {span} entries (kernel {k}, dilation {d}) but the \
-                     input has {size} (+ padding {p} on each side)"
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    op,
+                    format!(
+                        "the {what} kernel spans {span} entries (kernel {k}, dilation {d}) but \
+                         the input has {size} (+ padding {p} on each side)"
+                    ),
                 ));
             }
             Ok((padded - span) / s + 1)
@@ -83,39 +127,65 @@ impl Window2d {
         let (sh, sw) = self.stride;
         let (ph, pw) = self.padding;
         let (dh, dw) = self.dilation;
-        let rows = one("row", h, kh, sh, ph, dh);
-        let cols = one("column", w, kw, sw, pw, dw);
-        match (rows, cols) {
-            (Ok(r), Ok(c)) => Ok((r, c)),
-            (Err(e), _) | (_, Err(e)) => Err(Error::new(ErrorKind::InvalidArgument, "unfold2d", e)),
-        }
+        Ok((
+            one("row", h, kh, sh, ph, dh)?,
+            one("column", w, kw, sw, pw, dw)?,
+        ))
     }
 
     /// For each window tap and position, in the order `(KH, KW, OH, OW)`, the index into the
     /// flattened `h × w` input, or `h·w` (the padding column) where the tap falls outside it.
-    fn gather_index(&self, h: usize, w: usize, oh: usize, ow: usize) -> Vec<i64> {
+    /// `taps` is `kh·kw·oh·ow`, checked by the caller; the vector is allocated fallibly (an
+    /// [`ErrorKind::OutOfMemory`] error where the host cannot hold it).
+    fn gather_index(
+        &self,
+        op: &'static str,
+        (h, w): (usize, usize),
+        (oh, ow): (usize, usize),
+        taps: usize,
+    ) -> Result<Vec<i64>> {
         let (kh, kw) = self.kernel;
-        let mut idx = Vec::with_capacity(kh * kw * oh * ow);
+        let ((sh, sw), (ph, pw), (dh, dw)) = (self.stride, self.padding, self.dilation);
+        crate::storage::reserve_buffer::<i64>(op, taps)?;
+        let mut idx = crate::storage::take_buffer(taps);
+        // A tap's position in the padded input, `i·s + k·d` for position `i < o` and tap
+        // `k < kernel`, is at most `(padded − span) + (span − 1)` (`output_size_for`), so it
+        // fits `usize`; it lies inside the input where it is at least the padding and less
+        // than the padding plus the input's size.
+        let inside = |pos: usize, p: usize, size: usize| pos.checked_sub(p).filter(|&r| r < size);
         for ki in 0..kh {
             for kj in 0..kw {
                 for i in 0..oh {
-                    let r = (i * self.stride.0 + ki * self.dilation.0) as isize
-                        - self.padding.0 as isize;
+                    let r = inside(i * sh + ki * dh, ph, h);
                     for j in 0..ow {
-                        let c = (j * self.stride.1 + kj * self.dilation.1) as isize
-                            - self.padding.1 as isize;
-                        let inside = (0..h as isize).contains(&r) && (0..w as isize).contains(&c);
-                        idx.push(if inside {
-                            (r as usize * w + c as usize) as i64
-                        } else {
-                            (h * w) as i64
+                        let c = inside(j * sw + kj * dw, pw, w);
+                        // `r·w + c < h·w`, the numel of an existing tensor: no overflow.
+                        idx.push(match (r, c) {
+                            (Some(r), Some(c)) => (r * w + c) as i64,
+                            _ => (h * w) as i64,
                         });
                     }
                 }
             }
         }
-        idx
+        Ok(idx)
     }
+}
+
+/// The product of `factors` as a size that a shape can hold (at most `isize::MAX`), or an
+/// [`ErrorKind::Overflow`] error naming `what`.
+fn checked_count(op: &'static str, what: &str, factors: &[usize]) -> Result<usize> {
+    factors
+        .iter()
+        .try_fold(1usize, |acc, &f| acc.checked_mul(f))
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| Error::overflow(op, format!("{what} {}", product_text(factors))))
+}
+
+/// `a × b × …`, for messages.
+fn product_text(factors: &[usize]) -> String {
+    let parts: Vec<String> = factors.iter().map(usize::to_string).collect();
+    parts.join(" × ")
 }
 
 impl<E: Element> DynTensor<E> {
@@ -141,19 +211,40 @@ impl<E: Element> DynTensor<E> {
         or_panic(self.try_unfold2d(window, pad_value))
     }
 
-    /// [`DynTensor::unfold2d`], or an error for a tensor of rank below 2 or a window that
-    /// does not fit (see [`Window2d::output_size`]).
+    /// [`DynTensor::unfold2d`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::ShapeMismatch`] for a tensor of rank below 2; the errors of
+    /// [`Window2d::output_size`]; [`ErrorKind::Overflow`] when the number of windows times
+    /// the kernel's taps overflows, and [`ErrorKind::OutOfMemory`] when the host cannot hold
+    /// the windows.
     pub fn try_unfold2d(&self, window: Window2d, pad_value: E) -> Result<DynTensor<E>> {
+        self.unfold_windows("unfold2d", window, pad_value)
+    }
+
+    /// [`DynTensor::try_unfold2d`], its errors naming `op` (the op the caller called).
+    fn unfold_windows(
+        &self,
+        op: &'static str,
+        window: Window2d,
+        pad_value: E,
+    ) -> Result<DynTensor<E>> {
         let rank = self.dim();
         if rank < 2 {
             return Err(Error::new(
                 ErrorKind::ShapeMismatch,
-                "unfold2d",
+                op,
                 format!("needs at least 2 dims, got shape {:?}", self.shape()),
             ));
         }
         let (h, w) = (self.shape()[rank - 2], self.shape()[rank - 1]);
-        let (oh, ow) = window.output_size(h, w)?;
+        let (oh, ow) = window.output_size_for(op, h, w)?;
+        let (kh, kw) = window.kernel;
+        let taps = checked_count(
+            op,
+            "the number of window taps kernel rows × kernel cols × output rows × output cols =",
+            &[kh, kw, oh, ow],
+        )?;
         let lead: Vec<isize> = self.shape()[..rank - 2]
             .iter()
             .map(|&s| s as isize)
@@ -166,13 +257,11 @@ impl<E: Element> DynTensor<E> {
         pad_shape.push(1);
         let pad = DynTensor::full_on(&pad_shape, pad_value, self.device())?;
         let padded = DynTensor::try_cat(&[&flat, &pad], -1)?;
-        let index = DynTensor::from_vec(
-            window.gather_index(h, w, oh, ow),
-            &[window.kernel.0 * window.kernel.1 * oh * ow],
-        )
-        .to_device(self.device())?;
+        let index = window.gather_index(op, (h, w), (oh, ow), taps)?;
+        let index = DynTensor::try_from_vec(index, &[taps])?.to_device(self.device())?;
+        // Each factor is at most `taps`, which fits `isize`.
         let mut out_shape = lead;
-        out_shape.extend([window.kernel.0, window.kernel.1, oh, ow].map(|s| s as isize));
+        out_shape.extend([kh, kw, oh, ow].map(|s| s as isize));
         padded.try_index_select(-1, &index)?.try_reshape(&out_shape)
     }
 }
@@ -202,13 +291,18 @@ impl<E: Float> DynTensor<E> {
         or_panic(self.try_conv2d(weight, bias, window))
     }
 
-    /// [`DynTensor::conv2d`], or an error naming the shapes when they do not fit together.
+    /// [`DynTensor::conv2d`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::ShapeMismatch`] naming the shapes when they do not fit together; the
+    /// errors of [`DynTensor::try_unfold2d`] (named `conv2d`).
     pub fn try_conv2d(
         &self,
         weight: &DynTensor<E>,
         bias: Option<&DynTensor<E>>,
         window: Window2d,
     ) -> Result<DynTensor<E>> {
+        const OP: &str = "conv2d";
         if self.dim() == 3 {
             return self
                 .try_unsqueeze(0)?
@@ -224,7 +318,7 @@ impl<E: Float> DynTensor<E> {
         if !fits {
             return Err(Error::new(
                 ErrorKind::ShapeMismatch,
-                "conv2d",
+                OP,
                 format!(
                     "input {xs:?} ([N, C, H, W]), weight {ws:?} ([O, C, KH, KW]), bias {:?} \
                      ([O]) and kernel {:?} do not fit together",
@@ -234,14 +328,19 @@ impl<E: Float> DynTensor<E> {
             ));
         }
         let (n, c, o) = (xs[0], xs[1], ws[0]);
-        let (oh, ow) = window.output_size(xs[2], xs[3])?;
-        let taps = (c * window.kernel.0 * window.kernel.1) as isize;
-        let cols = self.try_unfold2d(window, E::ZERO)?.try_reshape(&[
-            n as isize,
-            taps,
-            (oh * ow) as isize,
-        ])?;
-        let y = weight.try_reshape(&[o as isize, taps])?.try_matmul(&cols)?;
+        let (oh, ow) = window.output_size_for(OP, xs[2], xs[3])?;
+        // The weight's C·KH·KW overflows only where it has no entries (O = 0).
+        let taps = checked_count(
+            OP,
+            "the weight's taps per output channel C × KH × KW =",
+            &[c, window.kernel.0, window.kernel.1],
+        )?;
+        let cols = self.unfold_windows(OP, window, E::ZERO)?;
+        // `unfold_windows` checked KH·KW·OH·OW, so OH·OW fits `isize`.
+        let cols = cols.try_reshape(&[n as isize, taps as isize, (oh * ow) as isize])?;
+        let y = weight
+            .try_reshape(&[o as isize, taps as isize])?
+            .try_matmul(&cols)?;
         let y = match bias {
             Some(b) => y.try_add(&b.try_reshape(&[o as isize, 1])?)?,
             None => y,
@@ -264,9 +363,10 @@ impl<E: Float> DynTensor<E> {
         or_panic(self.try_max_pool2d(window))
     }
 
-    /// [`DynTensor::max_pool2d`], or the errors of [`DynTensor::try_unfold2d`].
+    /// [`DynTensor::max_pool2d`], or the errors of [`DynTensor::try_unfold2d`] (named
+    /// `max_pool2d`).
     pub fn try_max_pool2d(&self, window: Window2d) -> Result<DynTensor<E>> {
-        let taps = pooled_taps(self, window, E::from_f64(f64::NEG_INFINITY))?;
+        let taps = pooled_taps("max_pool2d", self, window, E::from_f64(f64::NEG_INFINITY))?;
         Ok(taps.try_max_dim(-3, false)?.0)
     }
 
@@ -283,17 +383,24 @@ impl<E: Float> DynTensor<E> {
         or_panic(self.try_avg_pool2d(window))
     }
 
-    /// [`DynTensor::avg_pool2d`], or the errors of [`DynTensor::try_unfold2d`].
+    /// [`DynTensor::avg_pool2d`], or the errors of [`DynTensor::try_unfold2d`] (named
+    /// `avg_pool2d`).
     pub fn try_avg_pool2d(&self, window: Window2d) -> Result<DynTensor<E>> {
-        pooled_taps(self, window, E::ZERO)?.try_mean_dim(-3, false)
+        pooled_taps("avg_pool2d", self, window, E::ZERO)?.try_mean_dim(-3, false)
     }
 }
 
-/// The windows of `x` as `[…, KH·KW, OH, OW]`.
-fn pooled_taps<E: Float>(x: &DynTensor<E>, window: Window2d, pad: E) -> Result<DynTensor<E>> {
-    let cols = x.try_unfold2d(window, pad)?;
+/// The windows of `x` as `[…, KH·KW, OH, OW]`, errors naming `op`.
+fn pooled_taps<E: Float>(
+    op: &'static str,
+    x: &DynTensor<E>,
+    window: Window2d,
+    pad: E,
+) -> Result<DynTensor<E>> {
+    let cols = x.unfold_windows(op, window, pad)?;
     let r = cols.dim();
     let mut shape: Vec<isize> = cols.shape()[..r - 4].iter().map(|&s| s as isize).collect();
+    // `unfold_windows` checked KH·KW·OH·OW, so KH·KW fits `isize`.
     shape.push((window.kernel.0 * window.kernel.1) as isize);
     shape.extend(cols.shape()[r - 2..].iter().map(|&s| s as isize));
     cols.try_reshape(&shape)

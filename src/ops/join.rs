@@ -14,7 +14,7 @@
 
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::{checked_numel, normalize_dim};
+use crate::layout::{checked_numel, normalize_dim, normalize_new_dim};
 use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -89,7 +89,7 @@ impl<E: Element> DynTensor<E> {
                 ));
             }
         }
-        let d = normalize_dim("stack", dim, first.dim() + 1)?;
+        let d = normalize_new_dim("stack", dim, first.dim())?;
         let unsqueezed = tensors
             .iter()
             .map(|t| t.try_unsqueeze(d as isize))

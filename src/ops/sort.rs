@@ -7,7 +7,7 @@
 
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::normalize_dim;
+use crate::layout::{normalize_dim, normalize_dim_0d};
 use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
 
@@ -92,7 +92,7 @@ impl<E: Element> DynTensor<E> {
         largest: bool,
     ) -> Result<(DynTensor<E>, DynTensor<i64>)> {
         const OP: &str = "topk";
-        let d = normalize_dim(OP, dim, self.dim().max(1))?;
+        let d = sort_dim(OP, dim, self.dim())?;
         let n = self.shape().get(d).copied().unwrap_or(1);
         if k > n {
             return Err(Error::new(
@@ -132,7 +132,7 @@ fn sorted<E: Element>(
     descending: bool,
 ) -> Result<(DynTensor<E>, DynTensor<i64>, usize)> {
     if t.dim() == 0 {
-        normalize_dim(op, dim, 1)?;
+        sort_dim(op, dim, 0)?;
         let (v, i, _) = sorted(op, &t.detach().try_reshape(&[1])?, 0, descending)?;
         return Ok((v.try_reshape(&[])?, i.try_reshape(&[])?, 0));
     }
@@ -143,6 +143,16 @@ fn sorted<E: Element>(
         DynTensor::from_contiguous_buffer(indices, t.shape())?,
         d,
     ))
+}
+
+/// `dim` as an axis of a tensor of rank `rank`, a 0-d tensor being one entry along dim 0
+/// (or -1), as in PyTorch.
+fn sort_dim(op: &'static str, dim: isize, rank: usize) -> Result<usize> {
+    if rank == 0 {
+        normalize_dim_0d(op, dim)
+    } else {
+        normalize_dim(op, dim, rank)
+    }
 }
 
 /// `values` (read from `x` at `indices` along `d`) with their gradient recorded under `op`.

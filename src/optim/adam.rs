@@ -1,7 +1,7 @@
 //! [`Adam`] and AdamW (decoupled weight decay) with PyTorch's update rule, AMSGrad
 //! included.
 
-use super::{Optimizer, check, check_lr, check_params};
+use super::{Optimizer, check, check_lr, check_non_negative, check_params};
 use crate::autograd::no_grad;
 use crate::dtype::Float;
 use crate::error::Result;
@@ -11,14 +11,14 @@ use crate::tensor::DynTensor;
 /// [`Adam`]'s options, PyTorch's names and defaults. [`AdamConfig::adamw`] gives AdamW's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamConfig {
-    /// The learning rate, positive (1e-3).
+    /// The learning rate, finite and positive (1e-3).
     pub lr: f64,
     /// The decay rates of the first and second moment estimates, each in `[0, 1)`.
     pub betas: (f64, f64),
-    /// Added to the denominator, ≥ 0 (1e-8).
+    /// Added to the denominator, finite and ≥ 0 (1e-8).
     pub eps: f64,
-    /// Weight decay, ≥ 0: added to the gradient as an L2 penalty (Adam), or applied to
-    /// the parameter directly when `decoupled_weight_decay` (AdamW).
+    /// Weight decay, finite and ≥ 0: added to the gradient as an L2 penalty (Adam), or
+    /// applied to the parameter directly when `decoupled_weight_decay` (AdamW).
     pub weight_decay: f64,
     /// AdamW: `p *= 1 − lr·wd` before the update instead of `g += wd·p`.
     pub decoupled_weight_decay: bool,
@@ -80,8 +80,13 @@ impl<E: Float> Adam<E> {
         crate::tensor::or_panic(Adam::try_new(params, config))
     }
 
-    /// [`Adam::new`], or an error for an option out of range or a parameter that does not
-    /// require grad.
+    /// [`Adam::new`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind`](crate::ErrorKind)`::InvalidArgument` naming the option and its value
+    /// for a learning rate that is not a finite number > 0, a beta outside `[0, 1)`, an `eps`
+    /// or weight decay that is not a finite number ≥ 0; and naming the parameter, for one
+    /// that does not require grad.
     pub fn try_new(params: Vec<Parameter<E>>, config: AdamConfig) -> Result<Self> {
         let op = op_name(&config);
         check_lr(op, config.lr)?;
@@ -91,23 +96,17 @@ impl<E: Float> Adam<E> {
             "beta1",
             b1,
             (0.0..1.0).contains(&b1),
-            "is not in [0, 1)",
+            "must be in [0, 1)",
         )?;
         check(
             op,
             "beta2",
             b2,
             (0.0..1.0).contains(&b2),
-            "is not in [0, 1)",
+            "must be in [0, 1)",
         )?;
-        check(op, "eps", config.eps, config.eps >= 0.0, "is negative")?;
-        check(
-            op,
-            "weight_decay",
-            config.weight_decay,
-            config.weight_decay >= 0.0,
-            "is negative",
-        )?;
+        check_non_negative(op, "eps", config.eps)?;
+        check_non_negative(op, "weight_decay", config.weight_decay)?;
         check_params(op, &params)?;
         let state = params.iter().map(|_| None).collect();
         Ok(Adam {

@@ -29,7 +29,10 @@ pub fn clip_grad_norm_<E: Float>(params: &[Parameter<E>], max_norm: f64) -> Resu
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             "clip_grad_norm_",
-            format!("max_norm = {max_norm} is not a non-negative number"),
+            format!(
+                "max_norm = {max_norm} must be a number ≥ 0 (inf measures the norm without \
+                 clipping)"
+            ),
         ));
     }
     let grads: Vec<DynTensor<E>> = params.iter().filter_map(|p| p.tensor.grad()).collect();

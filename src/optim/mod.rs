@@ -52,7 +52,9 @@ pub trait Optimizer {
     fn set_lr(&mut self, lr: f64) -> Result<()>;
 }
 
-/// Checks that `value` (the option `what` of optimiser `op`) passes `ok`.
+/// Checks that `value` (the option `what` of optimiser `op`) passes `ok`; the error says
+/// `what = value rule`, so `rule` states what the value must be (never what it is: a NaN is
+/// neither negative nor positive).
 fn check(op: &'static str, what: &str, value: f64, ok: bool, rule: &str) -> Result<()> {
     if ok {
         return Ok(());
@@ -64,13 +66,25 @@ fn check(op: &'static str, what: &str, value: f64, ok: bool, rule: &str) -> Resu
     ))
 }
 
+/// Checks a factor such as momentum or weight decay: finite (an infinite one makes the
+/// parameters infinite or NaN at the first step) and at least 0.
+fn check_non_negative(op: &'static str, what: &str, value: f64) -> Result<()> {
+    check(
+        op,
+        what,
+        value,
+        value.is_finite() && value >= 0.0,
+        "must be a finite number ≥ 0",
+    )
+}
+
 fn check_lr(op: &'static str, lr: f64) -> Result<()> {
     check(
         op,
-        "the learning rate",
+        "the learning rate lr",
         lr,
         lr > 0.0 && lr.is_finite(),
-        "is not a positive number",
+        "must be a finite number > 0",
     )
 }
 

@@ -19,6 +19,22 @@ fn invalid(op: &'static str, msg: String) -> Error {
     Error::new(ErrorKind::InvalidArgument, op, msg)
 }
 
+/// Checks a schedule's count option `what` (a number of epochs): at least 1.
+fn check_count(op: &'static str, what: &str, value: usize) -> Result<()> {
+    if value == 0 {
+        return Err(invalid(op, format!("{what} = 0 must be at least 1")));
+    }
+    Ok(())
+}
+
+/// Checks a schedule's float option `what`: finite and in the range `rule` states (`ok`).
+fn check_float(op: &'static str, what: &str, value: f64, ok: bool, rule: &str) -> Result<()> {
+    if value.is_finite() && ok {
+        return Ok(());
+    }
+    Err(invalid(op, format!("{what} = {value} must be {rule}")))
+}
+
 /// Multiplies the rate by `gamma` every `step_size` epochs (PyTorch's `StepLR`).
 ///
 /// ```
@@ -40,14 +56,15 @@ pub struct StepLr {
 }
 
 impl StepLr {
-    /// A schedule for `opt`; an error for `step_size` 0 or a `gamma` that is not positive.
+    /// A schedule for `opt`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] naming the option for a `step_size` of 0 or a `gamma`
+    /// that is not a finite number > 0.
     pub fn new(_opt: &mut dyn Optimizer, step_size: usize, gamma: f64) -> Result<Self> {
-        if step_size == 0 || gamma.is_nan() || gamma <= 0.0 {
-            return Err(invalid(
-                "StepLR",
-                format!("step_size = {step_size} must be positive and gamma = {gamma} > 0"),
-            ));
-        }
+        const OP: &str = "StepLR";
+        check_count(OP, "step_size", step_size)?;
+        check_float(OP, "gamma", gamma, gamma > 0.0, "a finite number > 0")?;
         Ok(StepLr {
             step_size,
             gamma,
@@ -92,14 +109,21 @@ pub struct CosineAnnealingLr {
 }
 
 impl CosineAnnealingLr {
-    /// A schedule for `opt`; an error for `t_max` 0 or a negative `eta_min`.
+    /// A schedule for `opt`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] naming the option for a `t_max` of 0 or an `eta_min`
+    /// that is not a finite number ≥ 0.
     pub fn new(opt: &mut dyn Optimizer, t_max: usize, eta_min: f64) -> Result<Self> {
-        if t_max == 0 || eta_min.is_nan() || eta_min < 0.0 {
-            return Err(invalid(
-                "CosineAnnealingLR",
-                format!("t_max = {t_max} must be positive and eta_min = {eta_min} ≥ 0"),
-            ));
-        }
+        const OP: &str = "CosineAnnealingLR";
+        check_count(OP, "t_max", t_max)?;
+        check_float(
+            OP,
+            "eta_min",
+            eta_min,
+            eta_min >= 0.0,
+            "a finite number ≥ 0",
+        )?;
         Ok(CosineAnnealingLr {
             t_max,
             eta_min,
@@ -114,12 +138,15 @@ impl LrScheduler for CosineAnnealingLr {
         use std::f64::consts::PI;
         self.epoch += 1;
         let (e, t, lr, min) = (self.epoch as f64, self.t_max as f64, opt.lr(), self.eta_min);
-        let next =
-            if (self.epoch as i64 - 1 - self.t_max as i64).rem_euclid(2 * self.t_max as i64) == 0 {
-                lr + (self.base_lr - min) * (1.0 - (PI / t).cos()) / 2.0
-            } else {
-                (1.0 + (PI * e / t).cos()) / (1.0 + (PI * (e - 1.0) / t).cos()) * (lr - min) + min
-            };
+        // PyTorch's branch test `(epoch − 1 − t_max) mod 2·t_max == 0`, in `i128`: every term
+        // is a `usize`, so it is exact for any `t_max` (in `i64`, `2·t_max` overflows from
+        // `t_max = 2^62`).
+        let (epoch, t_max) = (self.epoch as i128, self.t_max as i128);
+        let next = if (epoch - 1 - t_max).rem_euclid(2 * t_max) == 0 {
+            lr + (self.base_lr - min) * (1.0 - (PI / t).cos()) / 2.0
+        } else {
+            (1.0 + (PI * e / t).cos()) / (1.0 + (PI * (e - 1.0) / t).cos()) * (lr - min) + min
+        };
         opt.set_lr(next)
     }
 
@@ -151,23 +178,22 @@ pub struct LinearLr {
 }
 
 impl LinearLr {
-    /// A schedule for `opt`, which it sets to `start_factor` times its rate; an error unless
-    /// `0 < start_factor ≤ 1` and `0 ≤ end_factor ≤ 1`.
+    /// A schedule for `opt`, which it sets to `start_factor` times its rate.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] naming the option for a `start_factor` outside
+    /// `(0, 1]` or an `end_factor` outside `[0, 1]` (the optimiser's rate is then left as it
+    /// was), and the error of the optimiser's `set_lr`.
     pub fn new(
         opt: &mut dyn Optimizer,
         start_factor: f64,
         end_factor: f64,
         total_iters: usize,
     ) -> Result<Self> {
-        if !(start_factor > 0.0 && start_factor <= 1.0 && (0.0..=1.0).contains(&end_factor)) {
-            return Err(invalid(
-                "LinearLR",
-                format!(
-                    "start_factor = {start_factor} must be in (0, 1] and end_factor = \
-                     {end_factor} in [0, 1]"
-                ),
-            ));
-        }
+        const OP: &str = "LinearLR";
+        let (s, e) = (start_factor, end_factor);
+        check_float(OP, "start_factor", s, s > 0.0 && s <= 1.0, "in (0, 1]")?;
+        check_float(OP, "end_factor", e, (0.0..=1.0).contains(&e), "in [0, 1]")?;
         opt.set_lr(opt.lr() * start_factor)?;
         Ok(LinearLr {
             start: start_factor,

@@ -1,23 +1,23 @@
 //! [`Sgd`]: stochastic gradient descent with PyTorch's momentum, dampening, Nesterov and
 //! weight-decay rules.
 
-use super::{Optimizer, check, check_lr, check_params};
+use super::{Optimizer, check, check_lr, check_non_negative, check_params};
 use crate::autograd::no_grad;
 use crate::dtype::Float;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::nn::Parameter;
 use crate::tensor::DynTensor;
 
 /// [`Sgd`]'s options, PyTorch's names and defaults (`lr` has none there; 0.01 here).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SgdConfig {
-    /// The learning rate, positive.
+    /// The learning rate, finite and positive.
     pub lr: f64,
-    /// The momentum factor, ≥ 0.
+    /// The momentum factor, finite and ≥ 0.
     pub momentum: f64,
     /// Dampening of the momentum, in `[0, 1]`.
     pub dampening: f64,
-    /// L2 penalty added to the gradient, ≥ 0.
+    /// L2 penalty added to the gradient, finite and ≥ 0.
     pub weight_decay: f64,
     /// Nesterov momentum (needs momentum > 0 and no dampening).
     pub nesterov: bool,
@@ -50,34 +50,37 @@ impl<E: Float> Sgd<E> {
         crate::tensor::or_panic(Sgd::try_new(params, config))
     }
 
-    /// [`Sgd::new`], or an error for an option out of range or a parameter that does not
-    /// require grad.
+    /// [`Sgd::new`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] naming the option and its value for a learning rate
+    /// that is not a finite number > 0, a momentum or weight decay that is not a finite
+    /// number ≥ 0, a dampening outside `[0, 1]`, Nesterov momentum without momentum or with
+    /// dampening; and naming the parameter, for one that does not require grad.
     pub fn try_new(params: Vec<Parameter<E>>, config: SgdConfig) -> Result<Self> {
         const OP: &str = "SGD";
         check_lr(OP, config.lr)?;
         let c = &config;
-        check(OP, "momentum", c.momentum, c.momentum >= 0.0, "is negative")?;
+        check_non_negative(OP, "momentum", c.momentum)?;
         check(
             OP,
             "dampening",
             c.dampening,
             (0.0..=1.0).contains(&c.dampening),
-            "is not in [0, 1]",
+            "must be in [0, 1]",
         )?;
-        check(
-            OP,
-            "weight_decay",
-            c.weight_decay,
-            c.weight_decay >= 0.0,
-            "is negative",
-        )?;
-        check(
-            OP,
-            "Nesterov momentum needs momentum > 0 and dampening 0; momentum",
-            c.momentum,
-            !c.nesterov || (c.momentum > 0.0 && c.dampening == 0.0),
-            &format!("with dampening {}", c.dampening),
-        )?;
+        check_non_negative(OP, "weight_decay", c.weight_decay)?;
+        if c.nesterov && !(c.momentum > 0.0 && c.dampening == 0.0) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                OP,
+                format!(
+                    "Nesterov momentum needs momentum > 0 and dampening = 0, got momentum = {} \
+                     and dampening = {}",
+                    c.momentum, c.dampening
+                ),
+            ));
+        }
         check_params(OP, &params)?;
         let buffers = params.iter().map(|_| None).collect();
         Ok(Sgd {

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 impl<E: Float> DynTensor<E> {
-    /// Uniform samples from `[0, 1)`, seeded.
+    /// Uniform samples from `[0, 1)`, seeded. Panics where [`DynTensor::try_rand`] fails.
     ///
     /// Each value is `k / 2^p` for a uniformly drawn integer `k < 2^p`, where `p` is the type's
     /// precision, so every value is exact in `E` and never rounds up to 1.
@@ -23,8 +23,23 @@ impl<E: Float> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn rand(shape: &[usize], seed: u64) -> Self {
-        let n = or_panic(checked_len("rand", shape));
-        or_panic(crate::storage::reserve_buffer::<E>("rand", n));
+        or_panic(Self::try_rand(shape, seed))
+    }
+
+    /// [`DynTensor::rand`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Overflow`] when the element count of `shape` overflows `usize`;
+    /// [`ErrorKind::OutOfMemory`] when the host cannot hold the samples.
+    ///
+    /// ```
+    /// use namedtensor::{DynTensor, ErrorKind};
+    /// let e = DynTensor::<f32>::try_rand(&[1 << 40, 1 << 40], 0).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::Overflow);
+    /// ```
+    pub fn try_rand(shape: &[usize], seed: u64) -> Result<Self> {
+        let n = checked_len("rand", shape)?;
+        crate::storage::reserve_buffer::<E>("rand", n)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let bits = E::MANTISSA_DIGITS;
         let scale = 0.5f64.powi(bits as i32);
@@ -32,7 +47,7 @@ impl<E: Float> DynTensor<E> {
         data.extend(
             (0..n).map(|_| E::from_f64((rng.random::<u64>() >> (64 - bits)) as f64 * scale)),
         );
-        or_panic(DynTensor::from_contiguous_vec(data, shape))
+        DynTensor::from_contiguous_vec(data, shape)
     }
 
     /// Standard normal samples (mean 0, standard deviation 1), seeded.
@@ -127,7 +142,8 @@ impl<E: crate::dtype::Numeric> DynTensor<E> {
 
 impl DynTensor<i64> {
     /// A random permutation of `0..n`, seeded (PyTorch's `randperm`): a Fisher–Yates shuffle
-    /// driven by ChaCha8, the same on every machine.
+    /// driven by ChaCha8, the same on every machine. Panics where
+    /// [`DynTensor::try_randperm`] fails.
     ///
     /// ```
     /// use namedtensor::DynTensor;
@@ -138,13 +154,33 @@ impl DynTensor<i64> {
     /// assert_eq!(p, DynTensor::randperm(10, 3).to_vec());
     /// assert_ne!(p, DynTensor::randperm(10, 4).to_vec());
     /// ```
+    #[track_caller]
     pub fn randperm(n: usize, seed: u64) -> Self {
+        or_panic(Self::try_randperm(n, seed))
+    }
+
+    /// [`DynTensor::randperm`], or an error.
+    ///
+    /// # Errors
+    /// [`ErrorKind::OutOfMemory`] when the host cannot hold `n` indices of 8 bytes (every `n`
+    /// from 2^60 on, whose byte count exceeds `isize::MAX`, and any `n` beyond the host's
+    /// memory).
+    ///
+    /// ```
+    /// use namedtensor::{DynTensor, ErrorKind};
+    /// let e = DynTensor::try_randperm(1 << 62, 0).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+    /// ```
+    pub fn try_randperm(n: usize, seed: u64) -> Result<Self> {
+        crate::storage::reserve_buffer::<i64>("randperm", n)?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut data: Vec<i64> = (0..n as i64).collect();
+        let mut data = crate::storage::take_buffer(n);
+        // `n · 8` bytes fit `isize` (`reserve_buffer`), so every index fits `i64`.
+        data.extend(0..n as i64);
         for i in (1..n).rev() {
             data.swap(i, rng.random_range(0..=i));
         }
-        or_panic(DynTensor::from_contiguous_vec(data, &[n]))
+        DynTensor::from_contiguous_vec(data, &[n])
     }
 }
 

@@ -1,7 +1,39 @@
 //! Bad and extreme input through the public API: each case is an error of the right kind (or
 //! the right result), never a panic in a `try_` form, an overflow, or a silently wrong value.
 
-use namedtensor::{DynTensor, ErrorKind, Layout, NpzFile, Storage, load_npz};
+use namedtensor::data::{DataLoader, Dataset};
+use namedtensor::nn::init::derive_seed;
+use namedtensor::nn::loss::{CrossEntropy, Nll};
+use namedtensor::nn::{AvgPool2d, Conv2d, Embedding, Linear, MaxPool2d, Module};
+use namedtensor::ops::Window2d;
+use namedtensor::optim::{
+    Adam, AdamConfig, CosineAnnealingLr, LinearLr, LrScheduler, Optimizer, Sgd, SgdConfig, StepLr,
+    clip_grad_norm_,
+};
+use namedtensor::{DynTensor, Error, ErrorKind, Layout, NpzFile, Storage, Tensor, dims, load_npz};
+
+dims! { Batch, Rows, Cols, Channels, Features }
+
+/// The text of a panic's payload.
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(s) => *s,
+        Err(p) => p.downcast_ref::<&str>().unwrap_or(&"?").to_string(),
+    }
+}
+
+/// Asserts that `r` failed with `kind` and that its message contains each of `words`.
+#[track_caller]
+fn assert_error<T>(r: namedtensor::Result<T>, kind: ErrorKind, words: &[&str]) -> Error {
+    let Err(e) = r else {
+        panic!("expected a {kind:?} error containing {words:?}, got a value")
+    };
+    assert_eq!(e.kind(), kind, "{e}");
+    for w in words {
+        assert!(e.to_string().contains(w), "{w:?} is not in: {e}");
+    }
+    e
+}
 
 #[test]
 fn empty_tensors_with_huge_dims_do_not_overflow() {
@@ -319,7 +351,7 @@ fn npy_headers_that_claim_gigabytes_are_errors_not_allocations() {
 
 #[test]
 fn safetensors_and_parameter_files_that_claim_more_than_they_hold() {
-    use namedtensor::nn::{Linear, Module, load_parameters};
+    use namedtensor::nn::load_parameters;
     namedtensor::dims!(In, Out);
     // The header's length and the tensors' offsets are checked against the file's length
     // before anything is allocated for them.
@@ -373,4 +405,398 @@ fn safetensors_and_parameter_files_that_claim_more_than_they_hold() {
         assert_eq!(before, after, "{what}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn window_sizes_and_schedules_that_overflow_are_errors() {
+    let huge = 1usize << 63;
+    let x = DynTensor::<f32>::ones(&[1, 4, 4]);
+    let named = Tensor::<f32, (Batch, Rows, Cols)>::ones([1, 4, 4]);
+    let cases = [
+        (
+            Window2d::new(2, 2).padding(huge),
+            "4 + 2 × padding 9223372036854775808",
+        ),
+        (
+            Window2d::new(3, 3).dilation(huge),
+            "dilation 9223372036854775808 × (kernel 3 − 1)",
+        ),
+    ];
+    for (window, words) in cases {
+        assert_error(
+            x.try_max_pool2d(window),
+            ErrorKind::Overflow,
+            &["max_pool2d:", words],
+        );
+        assert_error(
+            x.try_avg_pool2d(window),
+            ErrorKind::Overflow,
+            &["avg_pool2d:", words],
+        );
+        assert_error(
+            x.try_unfold2d(window, 0.0),
+            ErrorKind::Overflow,
+            &["unfold2d:", words],
+        );
+        assert_error(window.output_size(4, 4), ErrorKind::Overflow, &[words]);
+        let pool = MaxPool2d::<Rows, Cols>::with_window(window);
+        assert_error(pool.try_forward(&named), ErrorKind::Overflow, &[words]);
+        let pool = AvgPool2d::<Rows, Cols>::with_window(window);
+        assert_error(pool.try_forward(&named), ErrorKind::Overflow, &[words]);
+        let w = DynTensor::<f32>::ones(&[1, 1, window.kernel.0, window.kernel.1]);
+        let e = x.try_conv2d(&w, None, window);
+        assert_error(e, ErrorKind::Overflow, &["conv2d:", words]);
+    }
+    // Padding whose padded size fits, but whose window count does not: 2^41 + 4 positions per
+    // row and per column.
+    let wide = Window2d::new(1, 1).padding(1 << 40);
+    assert_error(
+        x.try_max_pool2d(wide),
+        ErrorKind::Overflow,
+        &["max_pool2d:", "window taps"],
+    );
+    // A window count that fits but whose gather index (2^42 entries of 8 bytes) the host
+    // cannot hold: an allocation error, not an abort.
+    let padded = Window2d::new(1, 1).padding(1 << 20);
+    assert_error(
+        x.try_avg_pool2d(padded),
+        ErrorKind::OutOfMemory,
+        &["avg_pool2d:", "cannot allocate"],
+    );
+    // The panicking form says the same.
+    let pool = std::panic::AssertUnwindSafe(|| x.max_pool2d(cases[0].0));
+    let message = panic_message(std::panic::catch_unwind(pool).unwrap_err());
+    assert!(
+        message.starts_with("max_pool2d:") && message.contains(cases[0].1),
+        "{message}"
+    );
+    assert_eq!(x.to_vec(), vec![1.0; 16]); // untouched
+
+    // Conv2d's fan-in in · kh · kw overflows; a fan-in that fits may still be a weight the host
+    // cannot hold (4 × 2^20 × 2^20 floats: 16 TiB).
+    type Conv = Conv2d<Channels, Features, Rows, Cols>;
+    let kernel = Window2d::new(1 << 32, 1 << 32);
+    let e = Conv::try_new(3, 8, kernel, 0);
+    assert_error(
+        e,
+        ErrorKind::Overflow,
+        &["Conv2d:", "fan-in", "3 × 4294967296 × 4294967296"],
+    );
+    let e = Conv::try_new(4, 1, Window2d::new(1 << 20, 1 << 20), 0);
+    assert_error(
+        e,
+        ErrorKind::OutOfMemory,
+        &["Conv2d:", "cannot allocate", "weight"],
+    );
+    assert_eq!(
+        Conv::try_new(3, 8, Window2d::new(3, 3), 0)
+            .unwrap()
+            .weight
+            .shape(),
+        &[8, 3, 3, 3]
+    );
+
+    // CosineAnnealingLR's period 2·t_max overflows i64 from t_max = 2^62; the schedule is
+    // still defined (the rate barely moves over the first steps).
+    for t_max in [1 << 62, usize::MAX] {
+        let fc = Linear::<Rows, Cols>::new(2, 2, 0);
+        let mut opt = Sgd::new(
+            fc.parameters(),
+            SgdConfig {
+                lr: 0.5,
+                ..SgdConfig::default()
+            },
+        );
+        let mut s = CosineAnnealingLr::new(&mut opt, t_max, 0.0).unwrap();
+        for _ in 0..3 {
+            s.step(&mut opt).unwrap();
+        }
+        assert_eq!(opt.lr(), 0.5, "t_max = {t_max}");
+        assert_eq!(s.last_epoch(), 3);
+    }
+}
+
+/// `len` items that are their own indices (nothing is stored); the length can change
+/// between epochs.
+struct Indices(std::cell::Cell<usize>);
+
+impl Dataset for Indices {
+    type Batch = Vec<i64>;
+    fn len(&self) -> usize {
+        self.0.get()
+    }
+    fn batch(&self, indices: &DynTensor<i64>) -> namedtensor::Result<Vec<i64>> {
+        indices.try_to_vec()
+    }
+}
+
+fn indices(len: usize) -> Indices {
+    Indices(std::cell::Cell::new(len))
+}
+
+#[test]
+fn epochs_over_huge_datasets_are_errors_or_lazy_never_aborts() {
+    // More items than i64 indices address: one error, in order or shuffled.
+    for n in [usize::MAX, i64::MAX as usize + 1] {
+        for shuffle in [false, true] {
+            let loader = DataLoader::new(indices(n), 4).unwrap();
+            let mut loader = if shuffle { loader.shuffle(7) } else { loader };
+            let mut items: Vec<_> = loader.epoch().collect();
+            assert_eq!(items.len(), 1, "{n} items, shuffle {shuffle}");
+            let words = ["DataLoader:", &n.to_string(), "i64::MAX"];
+            assert_error(items.remove(0), ErrorKind::Overflow, &words);
+        }
+    }
+    // 2^62 items in order: each batch's indices are made when it is fetched.
+    let mut loader = DataLoader::new(indices(1 << 62), 3).unwrap();
+    assert_eq!(loader.num_batches(), (1usize << 62).div_ceil(3));
+    let mut epoch = loader.epoch();
+    assert_eq!(epoch.next().unwrap().unwrap(), vec![0, 1, 2]);
+    assert_eq!(epoch.next().unwrap().unwrap(), vec![3, 4, 5]);
+    // Shuffled, the permutation of 2^40 or 2^62 indices cannot be allocated: one error, and the
+    // epoch is not counted (the next one draws epoch 0's permutation).
+    let mut loader = DataLoader::new(indices(1 << 40), 4).unwrap().shuffle(7);
+    for n in [1usize << 40, 1 << 62] {
+        loader.dataset().0.set(n);
+        let mut items: Vec<_> = loader.epoch().collect();
+        assert_eq!(items.len(), 1, "{n} items");
+        let words = ["DataLoader:", "shuffling", "cannot allocate"];
+        assert_error(items.remove(0), ErrorKind::OutOfMemory, &words);
+    }
+    loader.dataset().0.set(10);
+    let first: Vec<i64> = loader.epoch().flat_map(|b| b.unwrap()).collect();
+    assert_eq!(first, DynTensor::randperm(10, derive_seed(7, 0)).to_vec());
+
+    // randperm itself: an error, and the panicking form panics with its message.
+    let e = DynTensor::try_randperm(1 << 40, 0);
+    assert_error(
+        e,
+        ErrorKind::OutOfMemory,
+        &["randperm:", "cannot allocate 1099511627776"],
+    );
+    let e = DynTensor::try_randperm(usize::MAX, 0);
+    assert_error(e, ErrorKind::OutOfMemory, &["randperm:"]);
+    let message =
+        panic_message(std::panic::catch_unwind(|| DynTensor::randperm(1 << 40, 0)).unwrap_err());
+    assert!(
+        message.starts_with("randperm: cannot allocate"),
+        "{message}"
+    );
+    assert_eq!(DynTensor::try_randperm(0, 0).unwrap().numel(), 0);
+}
+
+#[test]
+fn optimiser_and_schedule_options_must_be_finite_and_messages_say_what_is_wrong() {
+    let fc = Linear::<Rows, Cols, f64>::new(2, 2, 0);
+    let before: Vec<Vec<f64>> = fc.parameters().iter().map(|p| p.tensor.to_vec()).collect();
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    let sgd = |c: SgdConfig| Sgd::try_new(fc.parameters(), c).map(|_| ());
+    let base = SgdConfig::default();
+    for v in [inf, nan, -1.0] {
+        let rule = format!("= {v} must be a finite number ≥ 0");
+        let e = sgd(SgdConfig {
+            momentum: v,
+            ..base
+        });
+        let e = assert_error(e, ErrorKind::InvalidArgument, &["SGD:", "momentum", &rule]);
+        assert!(!e.to_string().contains("negative"), "{e}");
+        let e = sgd(SgdConfig {
+            weight_decay: v,
+            ..base
+        });
+        assert_error(
+            e,
+            ErrorKind::InvalidArgument,
+            &["SGD:", "weight_decay", &rule],
+        );
+        let e = sgd(SgdConfig { lr: v, ..base });
+        let words = [
+            "SGD:",
+            "learning rate",
+            &format!("= {v} must be a finite number > 0"),
+        ];
+        assert_error(e, ErrorKind::InvalidArgument, &words);
+    }
+    let e = sgd(SgdConfig {
+        dampening: nan,
+        ..base
+    });
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["dampening = NaN must be in [0, 1]"],
+    );
+    let e = sgd(SgdConfig {
+        nesterov: true,
+        dampening: 0.5,
+        momentum: 0.9,
+        ..base
+    });
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["Nesterov", "momentum = 0.9 and dampening = 0.5"],
+    );
+    for (adam, op) in [
+        (AdamConfig::default(), "Adam:"),
+        (AdamConfig::adamw(), "AdamW:"),
+    ] {
+        let try_adam = |c: AdamConfig| Adam::try_new(fc.parameters(), c).map(|_| ());
+        for v in [inf, nan] {
+            let rule = format!("= {v} must be a finite number ≥ 0");
+            let e = try_adam(AdamConfig { eps: v, ..adam });
+            assert_error(e, ErrorKind::InvalidArgument, &[op, "eps", &rule]);
+            let e = try_adam(AdamConfig {
+                weight_decay: v,
+                ..adam
+            });
+            assert_error(e, ErrorKind::InvalidArgument, &[op, "weight_decay", &rule]);
+            let e = try_adam(AdamConfig {
+                betas: (v, 0.999),
+                ..adam
+            });
+            assert_error(
+                e,
+                ErrorKind::InvalidArgument,
+                &[op, &format!("beta1 = {v} must be in [0, 1)")],
+            );
+        }
+    }
+
+    // Schedules: each option on its own, the optimiser's rate left as it was.
+    let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 0.5, ..base });
+    for gamma in [0.0, -1.0, inf, nan] {
+        let e = StepLr::new(&mut opt, 2, gamma);
+        let words = [
+            "StepLR:",
+            &format!("gamma = {gamma} must be a finite number > 0"),
+        ];
+        let e = assert_error(e, ErrorKind::InvalidArgument, &words);
+        assert!(!e.to_string().contains("step_size"), "{e}");
+    }
+    let e = StepLr::new(&mut opt, 0, 0.5);
+    let e = assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["StepLR:", "step_size = 0 must be at least 1"],
+    );
+    assert!(!e.to_string().contains("gamma"), "{e}");
+    for eta_min in [-1.0, inf, nan] {
+        let e = CosineAnnealingLr::new(&mut opt, 10, eta_min);
+        let words = [
+            "CosineAnnealingLR:",
+            &format!("eta_min = {eta_min} must be a finite number ≥ 0"),
+        ];
+        assert_error(e, ErrorKind::InvalidArgument, &words);
+    }
+    let e = CosineAnnealingLr::new(&mut opt, 0, 0.0);
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["t_max = 0 must be at least 1"],
+    );
+    for (start, end, words) in [
+        (nan, 1.0, "start_factor = NaN must be in (0, 1]"),
+        (0.0, 1.0, "start_factor = 0 must be in (0, 1]"),
+        (0.5, inf, "end_factor = inf must be in [0, 1]"),
+    ] {
+        let e = LinearLr::new(&mut opt, start, end, 3);
+        assert_error(e, ErrorKind::InvalidArgument, &["LinearLR:", words]);
+    }
+    assert_eq!(opt.lr(), 0.5);
+    let e = opt.set_lr(inf);
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["learning rate lr = inf must be a finite number > 0"],
+    );
+    assert_eq!(opt.lr(), 0.5);
+    let e = clip_grad_norm_(&fc.parameters(), nan);
+    assert_error(
+        e,
+        ErrorKind::InvalidArgument,
+        &["max_norm = NaN must be a number ≥ 0"],
+    );
+    let after: Vec<Vec<f64>> = fc.parameters().iter().map(|p| p.tensor.to_vec()).collect();
+    assert_eq!(before, after); // untouched
+}
+
+#[test]
+fn errors_name_the_callers_input_not_an_internal_step() {
+    // A class dim of size 0 with every label ignored: nothing to gather from.
+    let logits = Tensor::<f32, (Batch, Features)>::zeros([2, 0]);
+    let labels = Tensor::<i64, (Batch,)>::from_vec(vec![-100, -100], [2]);
+    let words = ["class dim `Features`", "shape [2, 0]", "size 0"];
+    let ce = CrossEntropy::default();
+    for e in [
+        ce.try_forward(&logits, Features, &labels).map(|_| ()),
+        ce.try_per_item(&logits, Features, &labels).map(|_| ()),
+        Nll::default()
+            .try_forward(&logits, Features, &labels)
+            .map(|_| ()),
+    ] {
+        let e = assert_error(e, ErrorKind::InvalidArgument, &words);
+        assert!(!e.to_string().contains("gather"), "{e}");
+        assert!(e.op() == "cross_entropy" || e.op() == "nll_loss", "{e}");
+    }
+
+    // An embedding id out of range names the layer, the id and the vocabulary.
+    let emb = Embedding::<Features, Channels>::new(5, 2, 0);
+    let table = emb.weight.to_vec();
+    for id in [5, -1, i64::MAX, i64::MIN] {
+        let ids = Tensor::<i64, (Batch,)>::from_vec(vec![0, id, 1], [3]);
+        let words = [
+            "Embedding:",
+            &format!("id {id} is out of range"),
+            "5 entries of the vocabulary `Features`",
+            "0..5",
+        ];
+        let e = assert_error(emb.try_forward(&ids), ErrorKind::IndexOutOfRange, &words);
+        assert!(!e.to_string().contains("index_select"), "{e}");
+    }
+    assert_eq!(emb.weight.to_vec(), table); // untouched
+
+    // A 0-d tensor is one entry along dim 0 (or -1) for sort, argsort, topk and flatten; the
+    // message says 0-d, not "rank 1".
+    let s = DynTensor::<f32>::scalar(1.0);
+    for (op, e) in [
+        ("sort", s.try_sort(1, false).map(|_| ())),
+        ("argsort", s.try_argsort(1, false).map(|_| ())),
+        ("topk", s.try_topk(1, 1, true).map(|_| ())),
+        ("flatten", s.try_flatten(0, -2).map(|_| ())),
+    ] {
+        let words = [
+            &format!("{op}:")[..],
+            "dim ",
+            "0-d tensor",
+            "expected 0 or -1",
+        ];
+        let e = assert_error(e, ErrorKind::DimOutOfRange, &words);
+        assert!(!e.to_string().contains("rank 1"), "{e}");
+    }
+    assert_eq!(s.try_sort(-1, true).unwrap().0.item(), 1.0);
+    assert_eq!(s.try_topk(1, 0, true).unwrap().1.item(), 0);
+
+    // A new dim's position is out of range for the tensor the caller has (rank 2), not for
+    // the result (rank 3).
+    let mut t = DynTensor::<f32>::zeros(&[2, 3]);
+    for dim in [isize::MIN, 3, -4, isize::MAX] {
+        let words = [
+            &format!("dim {dim} is out of range")[..],
+            "rank 2",
+            "-3..=2",
+        ];
+        for (op, e) in [
+            ("unsqueeze", t.try_unsqueeze(dim).map(|_| ())),
+            ("stack", DynTensor::try_stack(&[&t, &t], dim).map(|_| ())),
+            ("unsqueeze", t.try_unsqueeze_(dim).map(|_| ())),
+        ] {
+            let e = assert_error(e, ErrorKind::DimOutOfRange, &words);
+            assert_eq!(e.op(), op, "{e}");
+            assert!(!e.to_string().contains("rank 3"), "{e}");
+        }
+    }
+    assert_eq!(t.shape(), &[2, 3]); // untouched
+    assert_eq!(t.try_unsqueeze(-3).unwrap().shape(), &[1, 2, 3]);
+    assert_eq!(t.try_unsqueeze(2).unwrap().shape(), &[2, 3, 1]);
 }

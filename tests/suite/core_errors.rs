@@ -121,7 +121,7 @@ fn dim_out_of_range() {
         |t| t.try_unsqueeze(5).map(drop),
         ErrorKind::DimOutOfRange,
         "unsqueeze",
-        &["dim 5", "rank 4"],
+        &["dim 5", "new dim of a tensor of rank 3", "-4..=3"],
     );
     expect_err(
         |t| t.try_squeeze_dim(3).map(drop),
