@@ -78,6 +78,14 @@ pub use storage::{ElementsRef, Storage};
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};
 
+/// The device tests (`tests/device`), in the unit-test binary of a build with the CUDA
+/// backend, where they reach the library by its name as a test crate would.
+#[cfg(all(test, feature = "cuda"))]
+extern crate self as namedtensor;
+#[cfg(all(test, feature = "cuda"))]
+#[path = "../tests/device/mod.rs"]
+mod device_tests;
+
 /// The README's example, compiled and run as a doctest so the README stays true.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -44,7 +44,7 @@ macro_rules! device_tests {
 
             #[test]
             fn cuda0() {
-                if let Some(dev) = $crate::common::devices::available(namedtensor::Device::Cuda(0)) {
+                if let Some(dev) = super::super::common::devices::available(namedtensor::Device::Cuda(0)) {
                     body(dev);
                 }
             }

@@ -4,7 +4,7 @@
 //! where no GPU is usable) and compares with a reference computed here, naively, in `f64`
 //! from the host values.
 
-use crate::common;
+use super::common;
 
 use common::{assert_close_all, indices};
 use half::f16;

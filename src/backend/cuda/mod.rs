@@ -37,7 +37,7 @@
 //! ```sh
 //! nvidia-smi                                  # the driver sees the GPU
 //! export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH   # NVRTC and cuBLAS
-//! cargo test --features cuda --lib --test device  # cpu and cuda:0
+//! cargo test --features cuda --lib  # unit tests and tests/device: cpu and cuda:0
 //! ```
 //!
 //! Without a GPU the same command passes: each CUDA test prints why it skips
