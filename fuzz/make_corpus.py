@@ -45,6 +45,6 @@ for name, data in seeds.items():
     with open(os.path.join(here, "corpus", "load_safetensors", name), "wb") as f:
         f.write(data)
 for name, data in reproducers.items():
-    with open(os.path.join(here, "reproducers", name), "wb") as f:
+    with open(os.path.join(here, "reproducers", "load_safetensors", name), "wb") as f:
         f.write(data)
 print(f"{len(seeds)} seeds, {len(reproducers)} reproducers")

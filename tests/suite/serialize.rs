@@ -269,41 +269,55 @@ fn bad_files_are_io_errors() {
     assert_eq!(err.kind(), ErrorKind::Io);
 }
 
-/// Every file of the fuzz target's seed corpus and every reproducer it found, replayed on
-/// stable as the target does (fuzz/fuzz_targets/load_safetensors.rs): an error or usable
-/// tensors, never a panic.
+/// The checks each fuzz target runs on one input (`fuzz/`), replayed here on stable.
+#[path = "../../fuzz/src/checks.rs"]
+mod fuzz_checks;
+
+/// Every seed and every reproducer of the fuzz targets, replayed on stable through the checks
+/// the targets run: each loader gives an error or usable tensors, never a panic, and a failed
+/// `load_parameters` leaves the model as it was.
 #[test]
-fn fuzz_corpus_and_reproducers_load_without_panicking() {
-    fn exercise<E: namedtensor::Element>(data: &[u8]) -> usize {
-        let Ok(tensors) = namedtensor::load_tensors_from_bytes::<E>(data) else {
-            return 0;
-        };
-        for (_, t) in &tensors {
-            assert_eq!(t.to_vec().len(), t.numel());
-            t.try_contiguous().unwrap();
-            let _ = t.try_sum_dims(&[], false);
-            let _ = format!("{t}");
-        }
-        tensors.len()
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    let mut files = 0;
-    let mut loaded = 0;
-    for dir in ["corpus/load_safetensors", "reproducers"] {
-        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
-            let data = std::fs::read(entry.unwrap().path()).unwrap();
-            loaded += exercise::<f32>(&data)
-                + exercise::<f64>(&data)
-                + exercise::<half::bf16>(&data)
-                + exercise::<i64>(&data)
-                + exercise::<u8>(&data)
-                + exercise::<bool>(&data);
-            files += 1;
-        }
-    }
-    assert!(files >= 12, "{files} files");
-    assert!(loaded >= 5, "only {loaded} tensors loaded"); // the one-dtype seeds do load
-    let data = std::fs::read(root.join("reproducers/empty_with_dim_2_63")).unwrap();
+fn fuzz_seeds_and_reproducers_load_without_panicking() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = |dir: &str| -> Vec<Vec<u8>> {
+        let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect();
+        paths.sort();
+        paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
+    };
+    let replay = |dirs: &[&str], check: &dyn Fn(&[u8]) -> usize| -> (usize, usize) {
+        let inputs: Vec<Vec<u8>> = dirs.iter().flat_map(|d| files(d)).collect();
+        (inputs.len(), inputs.iter().map(|d| check(d)).sum())
+    };
+    let (n, loaded) = replay(
+        &[
+            "fuzz/corpus/load_safetensors",
+            "fuzz/reproducers/load_safetensors",
+        ],
+        &fuzz_checks::load_safetensors,
+    );
+    assert!(n >= 12 && loaded >= 5, "{n} files, {loaded} tensors"); // the one-dtype seeds load
+    // NumPy's files (tests/fixtures/make_npy.py): all but the uint32 and structured arrays.
+    let (n, loaded) = replay(&["tests/fixtures/npy"], &fuzz_checks::load_npy);
+    assert!(n >= 30 && loaded >= 26, "{n} files, {loaded} arrays");
+    // Two archives of three arrays each, and the archives that claim 4 TiB (issue 36).
+    let (n, loaded) = replay(
+        &["tests/fixtures/npy", "fuzz/reproducers/load_npz"],
+        &fuzz_checks::load_npz,
+    );
+    assert!(n >= 32 && loaded == 6, "{n} files, {loaded} arrays");
+    let dir = std::env::temp_dir().join(format!("nt-fuzz-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (n, loaded) = replay(&["fuzz/corpus/load_safetensors", "tests/fixtures"], &|d| {
+        usize::from(fuzz_checks::load_parameters_into_mlp(d, &dir))
+    });
+    assert!(n >= 12 && loaded == 1, "{n} files, {loaded} loaded"); // PyTorch's state dict
+    std::fs::remove_dir_all(&dir).unwrap();
+    let data =
+        std::fs::read(root.join("fuzz/reproducers/load_safetensors/empty_with_dim_2_63")).unwrap();
     let t = &namedtensor::load_tensors_from_bytes::<f32>(&data).unwrap()[0].1;
     assert_eq!(t.shape(), &[0, 1 << 63, 4]);
 }
