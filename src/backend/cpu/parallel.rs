@@ -50,8 +50,16 @@ pub(crate) fn pool() -> Arc<rayon::ThreadPool> {
         .clone()
 }
 
-/// Sets the number of threads CPU kernels use (at least 1). Operations already running finish
-/// on the previous pool.
+/// Sets the number of threads CPU kernels use (at least 1: 0 counts as 1), as PyTorch's
+/// `torch.set_num_threads`. Operations already running finish on the previous pool.
+///
+/// The kernels run on a pool of the library's own, not on rayon's global pool, so this does
+/// not change the threads of the caller's own rayon work, nor does rayon's
+/// `RAYON_NUM_THREADS` change the library's. Until it is first called, the pool has the
+/// number of threads that `NAMEDTENSOR_NUM_THREADS` gives (a positive integer, read once, at
+/// the pool's first use; PyTorch reads `OMP_NUM_THREADS` likewise), or else one per logical
+/// CPU (`std::thread::available_parallelism`). Work below [`parallel_threshold`] elements
+/// stays on the calling thread whatever the count.
 ///
 /// ```
 /// namedtensor::set_num_threads(1);
@@ -64,7 +72,8 @@ pub fn set_num_threads(threads: usize) {
     *cell().write().unwrap_or_else(PoisonError::into_inner) = pool;
 }
 
-/// The number of threads CPU kernels use.
+/// The number of threads CPU kernels use: the last [`set_num_threads`], or else
+/// `NAMEDTENSOR_NUM_THREADS`, or else one per logical CPU (see [`set_num_threads`]).
 ///
 /// ```
 /// assert!(namedtensor::num_threads() >= 1);
