@@ -133,7 +133,7 @@ fn accuracy(model: &impl Classifier, (x, y): &(Images, Labels)) -> f64 {
     model.eval();
     let predicted = no_grad(|| model.forward(x).argmax::<Classes>());
     model.train();
-    let right = predicted.as_dyn().eq(y.as_dyn()).sum().item();
+    let right = predicted.eq(y).sum::<Batch>().item();
     right as f64 / y.numel() as f64
 }
 
