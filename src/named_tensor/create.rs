@@ -165,3 +165,37 @@ impl<E: Float, S: DimTuple> Tensor<E, S> {
         Tensor::wrap(DynTensor::normal(sizes.as_ref(), mean, std, seed))
     }
 }
+
+impl<E: Element, D: crate::named::Dim> Tensor<E, (D,)>
+where
+    (D,): Shape,
+{
+    /// Values `start, start + step, …` below `end` (above it for a negative step) along the one
+    /// dim `D`, as [`DynTensor::arange`] (`torch.arange`). Panics where
+    /// [`Tensor::try_arange`] fails.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Seq }
+    /// let positions = Tensor::<i64, (Seq,)>::arange(0, 5, 2);
+    /// assert_eq!(positions.names(), ["Seq"]);
+    /// assert_eq!(positions.to_vec(), vec![0, 2, 4]);
+    /// ```
+    #[track_caller]
+    pub fn arange(start: E, end: E, step: E) -> Self {
+        Tensor::wrap(DynTensor::arange(start, end, step))
+    }
+
+    /// [`Tensor::arange`], or the error of [`DynTensor::try_arange`] (a zero or non-finite
+    /// step, a step pointing away from `end`, more values than the host can hold).
+    ///
+    /// ```
+    /// use namedtensor::{dims, ErrorKind, Tensor};
+    /// dims! { Seq }
+    /// let e = Tensor::<f32, (Seq,)>::try_arange(0.0, 1.0, -0.5).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn try_arange(start: E, end: E, step: E) -> crate::Result<Self> {
+        DynTensor::try_arange(start, end, step).map(Tensor::wrap)
+    }
+}

@@ -6,7 +6,7 @@ use super::Tensor;
 use crate::dtype::{Element, Float, Numeric};
 use crate::named::DimTuple;
 use crate::ops::{ScalarDivOutput, ScalarPromote, ScalarPromoted};
-use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::ops::{Add, Div, Mul, Neg, Not, Sub};
 
 macro_rules! named_unary {
     ($bound:ident; $($name:ident),* $(,)?) => {
@@ -58,6 +58,24 @@ impl<E: Numeric, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
 }
 
 impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
+    /// Elementwise logical not → `bool` (zero and `false` become `true`), names unchanged, as
+    /// [`DynTensor::logical_not`](crate::DynTensor::logical_not); `!t` for a `bool` tensor.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Seq }
+    /// let counts = Tensor::<i32, (Batch, Seq)>::from_vec(vec![0, 3, 1, 0], [2, 2]);
+    /// let empty = counts.logical_not();
+    /// assert_eq!(empty.names(), ["Batch", "Seq"]);
+    /// assert_eq!(empty.to_vec(), vec![true, false, false, true]);
+    /// let padding = Tensor::<bool, (Batch, Seq)>::from_vec(vec![false, false, false, true], [2, 2]);
+    /// assert_eq!((!&padding).to_vec(), vec![true, true, true, false]);
+    /// assert_eq!((!padding).names(), ["Batch", "Seq"]);
+    /// ```
+    pub fn logical_not(&self) -> Tensor<bool, S, P> {
+        Tensor::wrap(self.raw.logical_not())
+    }
+
     /// Whether `other` (of the same dims) has the same sizes and elements; see
     /// [`DynTensor::equal`](crate::DynTensor::equal).
     ///
@@ -137,5 +155,23 @@ impl<E: Numeric, S: DimTuple, P: DimTuple> Neg for Tensor<E, S, P> {
     type Output = Tensor<E, S, P>;
     fn neg(self) -> Tensor<E, S, P> {
         Tensor::wrap(-&self.raw)
+    }
+}
+
+/// `!t`: [`Tensor::logical_not`] of a `bool` tensor.
+impl<S: DimTuple, P: DimTuple> Not for &Tensor<bool, S, P> {
+    type Output = Tensor<bool, S, P>;
+
+    fn not(self) -> Tensor<bool, S, P> {
+        self.logical_not()
+    }
+}
+
+/// `!t`: [`Tensor::logical_not`] of a `bool` tensor.
+impl<S: DimTuple, P: DimTuple> Not for Tensor<bool, S, P> {
+    type Output = Tensor<bool, S, P>;
+
+    fn not(self) -> Tensor<bool, S, P> {
+        self.logical_not()
     }
 }
