@@ -90,17 +90,12 @@ impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Conv2d<In, Out, H, W, E> {
         (Out, In, KernelRows, KernelCols): Shape,
     {
         let (kh, kw) = window.kernel;
-        let fan_in = in_size
-            .checked_mul(kh)
-            .and_then(|n| n.checked_mul(kw))
-            .ok_or_else(|| {
-                Error::overflow(
-                    "Conv2d",
-                    format!(
-                        "the fan-in in_size × kernel rows × kernel cols = {in_size} × {kh} × {kw}"
-                    ),
-                )
-            })?;
+        let fan_in = crate::layout::checked_numel(&[in_size, kh, kw]).ok_or_else(|| {
+            Error::overflow(
+                "Conv2d",
+                format!("the fan-in in_size × kernel rows × kernel cols = {in_size} × {kh} × {kw}"),
+            )
+        })?;
         let bound = fan_in_bound(fan_in);
         let weight = uniform(&[out_size, in_size, kh, kw], bound, derive_seed(seed, 0))
             .map_err(|e| in_layer(e, "the weight"))?;

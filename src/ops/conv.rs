@@ -175,9 +175,7 @@ impl Window2d {
 /// The product of `factors` as a size that a shape can hold (at most `isize::MAX`), or an
 /// [`ErrorKind::Overflow`] error naming `what`.
 fn checked_count(op: &'static str, what: &str, factors: &[usize]) -> Result<usize> {
-    factors
-        .iter()
-        .try_fold(1usize, |acc, &f| acc.checked_mul(f))
+    crate::layout::checked_numel(factors)
         .filter(|&n| n <= isize::MAX as usize)
         .ok_or_else(|| Error::overflow(op, format!("{what} {}", product_text(factors))))
 }

@@ -357,10 +357,7 @@ fn from_npy<E: Element>(
             ),
         ));
     }
-    let numel = header
-        .shape
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
+    let numel = crate::layout::checked_numel(&header.shape)
         .ok_or_else(|| bad(&format!("shape {:?} overflows", header.shape)))?;
     let size = std::mem::size_of::<E>();
     let data_len = file_len - end;
