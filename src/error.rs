@@ -47,6 +47,10 @@ pub enum ErrorKind {
     /// ([`DynTensor::as_slice`](crate::DynTensor::as_slice), `with_contiguous`): like a
     /// `RefCell`, the write is refused instead of changing elements under the reader.
     Borrowed,
+    /// Processes that disagree on a collective (another operation, root, reduction or
+    /// element count; a rank whose own part failed), or MPI that cannot start
+    /// (`namedtensor::dist`, feature `mpi`).
+    Distributed,
 }
 
 /// The error of every fallible namedtensor operation.

@@ -48,6 +48,8 @@
 pub mod autograd;
 mod backend;
 pub mod data;
+#[cfg(feature = "mpi")]
+pub mod dist;
 pub mod dtype;
 mod error;
 pub mod layout;
@@ -78,13 +80,17 @@ pub use storage::{ElementsRef, Storage};
 pub use tensor::index_spec::IndexSpec;
 pub use tensor::{DynTensor, Idx, NestedData, NewAxis};
 
-/// The device tests (`tests/device`), in the unit-test binary of a build with the CUDA
-/// backend, where they reach the library by its name as a test crate would.
-#[cfg(all(test, feature = "cuda"))]
+/// The device tests (`tests/device`) and the MPI tests (`tests/dist`), in the unit-test binary
+/// of a build with the CUDA backend or MPI, where they reach the library by its name as a test
+/// crate would (one build of the library serves both; CI runs the MPI ones under `mpirun`).
+#[cfg(all(test, any(feature = "cuda", feature = "mpi")))]
 extern crate self as namedtensor;
 #[cfg(all(test, feature = "cuda"))]
 #[path = "../tests/device/mod.rs"]
 mod device_tests;
+#[cfg(all(test, feature = "mpi"))]
+#[path = "../tests/dist/mod.rs"]
+mod dist_tests;
 
 /// The README's example, compiled and run as a doctest so the README stays true.
 #[doc = include_str!("../README.md")]

@@ -1,0 +1,173 @@
+//! The MPI thread: the one thread of the process that calls MPI.
+//!
+//! # Invariants
+//! - MPI is initialised (`MPI_THREAD_FUNNELED`), used and finalised on this thread only; every
+//!   other thread hands it jobs through one FIFO queue. A collective therefore runs after every
+//!   collective queued before it, whichever thread queued it, and blocking and non-blocking
+//!   calls need nothing from the MPI library's own thread support.
+//! - A job owns its data (elements already copied out of the tensor, a communicator id): it
+//!   never touches a tensor and holds no handle to the runtime, so the runtime is never dropped
+//!   on its own thread.
+//! - The runtime lives while any handle to it lives ([`Communicator`](super::Communicator)s,
+//!   pending calls). When the last one goes, the queue closes, the thread drops every
+//!   communicator and then the MPI universe, which finalises MPI, and the dropping thread
+//!   joins it. MPI cannot start twice in one process, so [`start`] refuses after that.
+
+use crate::error::{Error, ErrorKind, Result};
+use mpi::environment::{Threading, Universe};
+use mpi::topology::SimpleCommunicator;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::JoinHandle;
+
+/// What the MPI thread holds: the communicators by id (0 is the world) and the universe.
+/// Fields drop in order, so every communicator is freed before MPI is finalised.
+pub(super) struct State {
+    comms: Vec<Option<SimpleCommunicator>>,
+    _universe: Universe,
+}
+
+impl State {
+    /// The communicator `id`, which lives while a handle to it does.
+    pub(super) fn comm(&self, id: usize) -> &SimpleCommunicator {
+        self.comms[id]
+            .as_ref()
+            .expect("a communicator is used only while a handle to it lives")
+    }
+
+    /// Keeps `comm` and returns its id.
+    pub(super) fn insert(&mut self, comm: SimpleCommunicator) -> usize {
+        self.comms.push(Some(comm));
+        self.comms.len() - 1
+    }
+
+    /// Frees the communicator `id` (its last handle is gone).
+    pub(super) fn remove(&mut self, id: usize) {
+        self.comms[id] = None;
+    }
+}
+
+type Job = Box<dyn FnOnce(&mut State) + Send>;
+
+/// The handle to the MPI thread.
+pub(super) struct Runtime {
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// The world's rank of this process and the world's size.
+    pub(super) rank: usize,
+    pub(super) size: usize,
+}
+
+/// The live runtime, if any; a second `init` gets it again.
+static LIVE: Mutex<Weak<Runtime>> = Mutex::new(Weak::new());
+/// Set once MPI has been started in this process.
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// The live runtime, or a new one that initialises MPI on its own thread.
+pub(super) fn start() -> Result<Arc<Runtime>> {
+    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(rt) = live.upgrade() {
+        return Ok(rt);
+    }
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return Err(Error::new(
+            ErrorKind::Distributed,
+            "dist::init",
+            "MPI was finalised when the last communicator of this process was dropped, and MPI \
+             cannot start twice in one process: keep a communicator for as long as collectives \
+             are needed",
+        ));
+    }
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(usize, usize)>>();
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let thread = std::thread::Builder::new()
+        .name("namedtensor-mpi".into())
+        .spawn(move || {
+            let Some((universe, _level)) = mpi::initialize_with_threading(Threading::Funneled)
+            else {
+                let _ = ready_tx.send(Err(Error::new(
+                    ErrorKind::Distributed,
+                    "dist::init",
+                    "MPI was already initialised in this process by other code; namedtensor \
+                     must start MPI itself (it calls MPI from one thread of its own)",
+                )));
+                return;
+            };
+            let world = universe.world();
+            use mpi::traits::Communicator as _;
+            let (rank, size) = (world.rank() as usize, world.size() as usize);
+            let mut state = State {
+                comms: vec![Some(world)],
+                _universe: universe,
+            };
+            let _ = ready_tx.send(Ok((rank, size)));
+            while let Ok(job) = job_rx.recv() {
+                job(&mut state);
+            }
+            drop(state);
+        })
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Distributed,
+                "dist::init",
+                format!("cannot start the MPI thread: {e}"),
+            )
+        })?;
+    let (rank, size) = match ready_rx.recv() {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(Error::new(
+                ErrorKind::Distributed,
+                "dist::init",
+                "the MPI thread ended while initialising MPI",
+            ));
+        }
+    };
+    let rt = Arc::new(Runtime {
+        queue: Mutex::new(Some(job_tx)),
+        thread: Mutex::new(Some(thread)),
+        rank,
+        size,
+    });
+    *live = Arc::downgrade(&rt);
+    Ok(rt)
+}
+
+impl Runtime {
+    /// Queues `f` and returns the receiver of its result.
+    pub(super) fn submit<T: Send + 'static>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&mut State) -> T + Send + 'static,
+    ) -> Result<mpsc::Receiver<T>> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |state| {
+            let _ = tx.send(f(state));
+        });
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        match queue.as_ref().map(|q| q.send(job)) {
+            Some(Ok(())) => Ok(rx),
+            _ => Err(thread_gone(op)),
+        }
+    }
+}
+
+/// The error of a call whose job the MPI thread could not run.
+pub(super) fn thread_gone(op: &'static str) -> Error {
+    Error::new(
+        ErrorKind::Distributed,
+        op,
+        "the MPI thread has stopped (a collective panicked on it)",
+    )
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread's loop; it then finalises MPI.
+        drop(self.queue.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Elements as MPI sends them: each dtype in a wire type MPI can reduce.
+//!
+//! # Invariants
+//! - `f16` and `bf16` travel as `f32` (MPI has no half types): sums and means are computed in
+//!   `f32` across the ranks and rounded to the half type once, at the end, so a sum is exact
+//!   wherever the `f32` sum is, and is never a sum of raw bits.
+//! - `bool` travels as `u8` (0 or 1): `Sum` and `Max` are "any", `Min` is "all".
+//! - Every other dtype travels as itself; integer sums wrap as MPI's do.
+//! - A buffer of more than `i32::MAX` elements is reduced and broadcast in chunks (MPI counts
+//!   are `int`).
+
+use super::ReduceOp;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, ErrorKind, Result};
+use mpi::collective::SystemOperation;
+use mpi::datatype::Equivalence;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{Communicator as _, CommunicatorCollectives as _, Root as _};
+
+/// Elements per MPI call: the largest count an `int` holds, rounded down to 2^30.
+const CHUNK: usize = 1 << 30;
+
+/// A buffer of elements in their wire type.
+pub(super) enum WireBuf {
+    U8(Vec<u8>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Runs `$body` with `$v` bound to the buffer's vector, whatever its wire type, and wraps a
+/// vector result back into the same variant.
+macro_rules! each_wire {
+    ($buf:expr, $v:ident => $body:expr) => {
+        match $buf {
+            WireBuf::U8($v) => WireBuf::U8($body),
+            WireBuf::I8($v) => WireBuf::I8($body),
+            WireBuf::I16($v) => WireBuf::I16($body),
+            WireBuf::I32($v) => WireBuf::I32($body),
+            WireBuf::I64($v) => WireBuf::I64($body),
+            WireBuf::F32($v) => WireBuf::F32($body),
+            WireBuf::F64($v) => WireBuf::F64($body),
+        }
+    };
+}
+
+fn cast_all<S: Element, T: Element>(v: &[S]) -> Vec<T> {
+    v.iter().map(|x| x.cast::<T>()).collect()
+}
+
+impl WireBuf {
+    /// `data` in `E`'s wire type.
+    pub(super) fn from_elements<E: Element>(data: &[E]) -> WireBuf {
+        match E::DTYPE {
+            DType::Bool | DType::U8 => WireBuf::U8(cast_all(data)),
+            DType::I8 => WireBuf::I8(cast_all(data)),
+            DType::I16 => WireBuf::I16(cast_all(data)),
+            DType::I32 => WireBuf::I32(cast_all(data)),
+            DType::I64 => WireBuf::I64(cast_all(data)),
+            DType::F16 | DType::BF16 | DType::F32 => WireBuf::F32(cast_all(data)),
+            DType::F64 => WireBuf::F64(cast_all(data)),
+        }
+    }
+
+    /// `n` zeros in `E`'s wire type.
+    pub(super) fn zeros<E: Element>(n: usize) -> WireBuf {
+        match E::DTYPE {
+            DType::Bool | DType::U8 => WireBuf::U8(vec![0; n]),
+            DType::I8 => WireBuf::I8(vec![0; n]),
+            DType::I16 => WireBuf::I16(vec![0; n]),
+            DType::I32 => WireBuf::I32(vec![0; n]),
+            DType::I64 => WireBuf::I64(vec![0; n]),
+            DType::F16 | DType::BF16 | DType::F32 => WireBuf::F32(vec![0.0; n]),
+            DType::F64 => WireBuf::F64(vec![0.0; n]),
+        }
+    }
+
+    /// The elements as `E` (each rounded once).
+    pub(super) fn into_elements<E: Element>(self) -> Vec<E> {
+        match self {
+            WireBuf::U8(v) => cast_all(&v),
+            WireBuf::I8(v) => cast_all(&v),
+            WireBuf::I16(v) => cast_all(&v),
+            WireBuf::I32(v) => cast_all(&v),
+            WireBuf::I64(v) => cast_all(&v),
+            WireBuf::F32(v) => cast_all(&v),
+            WireBuf::F64(v) => cast_all(&v),
+        }
+    }
+
+    /// Divides every element by `n` (the mean after a sum; float wire types only).
+    pub(super) fn divide(&mut self, n: usize) {
+        match self {
+            WireBuf::F32(v) => v.iter_mut().for_each(|x| *x /= n as f32),
+            WireBuf::F64(v) => v.iter_mut().for_each(|x| *x /= n as f64),
+            _ => unreachable!("a mean is refused for integer dtypes before the exchange"),
+        }
+    }
+}
+
+/// The MPI operation a reduction runs on the wire (MPI's own handles cannot leave the MPI
+/// thread, so calls carry this).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum WireOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl WireOp {
+    fn system(self) -> SystemOperation {
+        match self {
+            WireOp::Sum => SystemOperation::sum(),
+            WireOp::Max => SystemOperation::max(),
+            WireOp::Min => SystemOperation::min(),
+        }
+    }
+}
+
+/// The wire operation for `op` on `E`, or why there is none.
+pub(super) fn wire_op<E: Element>(op: ReduceOp, name: &'static str) -> Result<WireOp> {
+    let float = matches!(E::DTYPE, DType::F16 | DType::BF16 | DType::F32 | DType::F64);
+    Ok(match (op, E::DTYPE) {
+        (ReduceOp::Mean, _) if !float => {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                name,
+                format!(
+                    "ReduceOp::Mean needs a float dtype, not {}; sum, then divide as you need",
+                    E::DTYPE
+                ),
+            ));
+        }
+        (ReduceOp::Sum | ReduceOp::Max, DType::Bool) => WireOp::Max,
+        (ReduceOp::Sum | ReduceOp::Mean, _) => WireOp::Sum,
+        (ReduceOp::Max, _) => WireOp::Max,
+        (ReduceOp::Min, _) => WireOp::Min,
+    })
+}
+
+fn all_reduce_vec<W: Equivalence + Copy + Default>(
+    comm: &SimpleCommunicator,
+    v: Vec<W>,
+    op: SystemOperation,
+) -> Vec<W> {
+    let mut out = vec![W::default(); v.len()];
+    for (src, dst) in v.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+        comm.all_reduce_into(src, dst, op);
+    }
+    out
+}
+
+/// Every rank's `buf` reduced by `op`, on every rank.
+pub(super) fn all_reduce(comm: &SimpleCommunicator, buf: WireBuf, op: WireOp) -> WireBuf {
+    each_wire!(buf, v => all_reduce_vec(comm, v, op.system()))
+}
+
+fn broadcast_vec<W: Equivalence>(comm: &SimpleCommunicator, mut v: Vec<W>, root: usize) -> Vec<W> {
+    let root = comm.process_at_rank(root as i32);
+    for part in v.chunks_mut(CHUNK) {
+        root.broadcast_into(part);
+    }
+    v
+}
+
+/// Rank `root`'s `buf` on every rank (the others pass a buffer of the same length).
+pub(super) fn broadcast(comm: &SimpleCommunicator, buf: WireBuf, root: usize) -> WireBuf {
+    each_wire!(buf, v => broadcast_vec(comm, v, root))
+}
+
+/// Checks that `counts` fit MPI's `int` counts and displacements.
+pub(super) fn counts_fit(op: &'static str, counts: &[usize]) -> Result<()> {
+    let total: u128 = counts.iter().map(|&c| c as u128).sum();
+    if total > i32::MAX as u128 {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!(
+                "{total} elements in all exceed MPI's count limit of {} for one call; split the \
+                 tensor and call once per part",
+                i32::MAX
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn all_gather_vec<W: Equivalence + Copy + Default>(
+    comm: &SimpleCommunicator,
+    v: Vec<W>,
+    counts: &[usize],
+) -> Vec<W> {
+    use mpi::datatype::PartitionMut;
+    let total: usize = counts.iter().sum();
+    let mut out = vec![W::default(); total];
+    let c: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
+    let displs: Vec<i32> = c
+        .iter()
+        .scan(0i32, |acc, &n| {
+            let d = *acc;
+            *acc += n;
+            Some(d)
+        })
+        .collect();
+    let mut part = PartitionMut::new(&mut out[..], &c[..], &displs[..]);
+    comm.all_gather_varcount_into(&v[..], &mut part);
+    out
+}
+
+/// Every rank's `buf` (rank `r` sending `counts[r]` elements), concatenated in rank order.
+/// The counts must fit [`counts_fit`].
+pub(super) fn all_gather(comm: &SimpleCommunicator, buf: WireBuf, counts: &[usize]) -> WireBuf {
+    each_wire!(buf, v => all_gather_vec(comm, v, counts))
+}
+
+fn reduce_scatter_vec<W: Equivalence + Copy + Default>(
+    comm: &SimpleCommunicator,
+    v: Vec<W>,
+    counts: &[usize],
+    op: SystemOperation,
+) -> Vec<W> {
+    let me = comm.rank() as usize;
+    let start: usize = counts[..me].iter().sum();
+    if counts.iter().all(|&c| c == counts[0]) {
+        let mut out = vec![W::default(); counts[0]];
+        comm.reduce_scatter_block_into(&v[..], &mut out[..], op);
+        out
+    } else {
+        // MPI_Reduce_scatter with uneven counts has no safe binding: reduce everything and
+        // keep this rank's part (twice the traffic of the even case).
+        let mut all = all_reduce_vec(comm, v, op);
+        all.truncate(start + counts[me]);
+        all.drain(..start);
+        all
+    }
+}
+
+/// `buf` reduced across ranks by `op`, rank `r` keeping the `counts[r]` elements after those
+/// of the ranks before it. The counts must fit [`counts_fit`].
+pub(super) fn reduce_scatter(
+    comm: &SimpleCommunicator,
+    buf: WireBuf,
+    counts: &[usize],
+    op: WireOp,
+) -> WireBuf {
+    each_wire!(buf, v => reduce_scatter_vec(comm, v, counts, op.system()))
+}

@@ -1,0 +1,314 @@
+//! The collectives of `namedtensor::dist` across real MPI processes.
+//!
+//! One test, because MPI starts once per process and ends with the last communicator: CI
+//! runs it under `mpirun --oversubscribe -np 2` and `-np 3` (the unit-test binary with the
+//! `mpi` feature, filter `dist_tests::`); in a plain `cargo test` it runs as a world of one.
+//! Every rank fills its tensors from its rank and the element's position, so each rank
+//! computes the expected result of every collective on its own, in `i64`/`f64`, and compares.
+
+use namedtensor::dist::{self, Communicator, ReduceOp};
+use namedtensor::{DType, Device, DynTensor, Element, ErrorKind, Tensor, dims};
+
+dims! { Batch, Hidden }
+
+/// Rank `r`'s element `i`: a small integer, exact in every dtype (bool: every third).
+fn value(r: usize, i: usize) -> i64 {
+    ((r * 7 + i * 3) % 11) as i64
+}
+
+fn elem<E: Element>(v: i64) -> E {
+    if E::DTYPE == DType::Bool {
+        E::from_i64(i64::from(v % 3 == 0))
+    } else {
+        E::from_i64(v)
+    }
+}
+
+/// Rank `r`'s data for `n` elements.
+fn data<E: Element>(r: usize, n: usize) -> Vec<E> {
+    (0..n).map(|i| elem::<E>(value(r, i))).collect()
+}
+
+/// What `op` over every rank's element `i` is, computed here as the wire does it.
+fn expected<E: Element>(op: ReduceOp, size: usize, i: usize) -> E {
+    let vals: Vec<i64> = (0..size)
+        .map(|r| {
+            let e: E = elem(value(r, i));
+            e.to_i64()
+        })
+        .collect();
+    let sum: i64 = vals.iter().sum();
+    match op {
+        ReduceOp::Sum if E::DTYPE == DType::Bool => E::from_i64(i64::from(sum > 0)),
+        ReduceOp::Sum => E::from_i64(sum),
+        ReduceOp::Max => E::from_i64(*vals.iter().max().unwrap()),
+        ReduceOp::Min => E::from_i64(*vals.iter().min().unwrap()),
+        // Halves and f32 divide in f32, f64 in f64; one rounding to E after.
+        ReduceOp::Mean if E::DTYPE == DType::F64 => E::from_f64(sum as f64 / size as f64),
+        ReduceOp::Mean => E::from_f64(f64::from(sum as f32 / size as f32)),
+    }
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+}
+
+/// all_reduce_ with each op on a contiguous tensor, a transposed view and an offset narrow
+/// of it (the rest of the storage unchanged), blocking and non-blocking.
+fn all_reduce_every_op<E: Element>(world: &Communicator, dev: Device) {
+    let (me, size) = (world.rank(), world.size());
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Mean] {
+        let want: Vec<E> = (0..12).map(|i| expected::<E>(op, size, i)).collect();
+        let t = DynTensor::from_vec(data::<E>(me, 12), &[3, 4])
+            .to_device(dev)
+            .unwrap();
+        let r = world.all_reduce_(&t, op);
+        if op == ReduceOp::Mean && !is_float(E::DTYPE) {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+            assert!(e.to_string().contains("Mean needs a float dtype"), "{e}");
+            assert_eq!(t.to_vec(), data::<E>(me, 12), "unchanged after the error");
+            continue;
+        }
+        r.unwrap();
+        assert_eq!(t.to_vec(), want, "{op:?} of {} on {dev}", E::DTYPE);
+
+        // A transposed view: the storage holds the logical [3, 4] tensor column-major.
+        let base = DynTensor::from_vec(data::<E>(me, 12), &[3, 4])
+            .transpose(0, 1)
+            .contiguous()
+            .to_device(dev)
+            .unwrap();
+        let view = base.transpose(0, 1);
+        let pending = world.all_reduce_start(&view, op).unwrap();
+        assert_eq!(view.to_vec(), data::<E>(me, 12), "written only in wait");
+        pending.wait().unwrap();
+        assert_eq!(view.to_vec(), want, "{op:?} through a transposed view");
+
+        // Rows 1..3 of a fresh tensor: row 0 keeps this rank's own values.
+        let t = DynTensor::from_vec(data::<E>(me, 12), &[3, 4])
+            .to_device(dev)
+            .unwrap();
+        world.all_reduce_(&t.narrow(0, 1, 2), op).unwrap();
+        let mut whole = data::<E>(me, 4);
+        whole.extend_from_slice(&want[4..]);
+        assert_eq!(t.to_vec(), whole, "{op:?} through an offset view");
+    }
+}
+
+/// broadcast_ from every root, into a view.
+fn broadcast_from_every_root<E: Element>(world: &Communicator) {
+    let (me, size) = (world.rank(), world.size());
+    for root in 0..size {
+        let t = DynTensor::from_vec(data::<E>(me, 6), &[2, 3]);
+        let view = t.transpose(0, 1);
+        world.broadcast_(&view, root).unwrap();
+        assert_eq!(
+            t.to_vec(),
+            data::<E>(root, 6),
+            "{} from root {root}",
+            E::DTYPE
+        );
+    }
+}
+
+/// all_gather with sizes that differ by rank along the dim, positional and named.
+fn all_gather_uneven<E: Element>(world: &Communicator) {
+    let (me, size) = (world.rank(), world.size());
+    // Rank r holds r + 1 rows of 3.
+    let t = DynTensor::from_vec(data::<E>(me, 3 * (me + 1)), &[me + 1, 3]);
+    let all = world.all_gather(&t, 0).unwrap();
+    let want: Vec<E> = (0..size).flat_map(|r| data::<E>(r, 3 * (r + 1))).collect();
+    assert_eq!(all.shape(), &[size * (size + 1) / 2, 3]);
+    assert_eq!(all.to_vec(), want);
+
+    // Along the last dim of a named tensor: rank r holds 2 rows of r + 1.
+    let t = Tensor::<E, (Batch, Hidden)>::from_vec(data::<E>(me, 2 * (me + 1)), [2, me + 1]);
+    let all = world.all_gather(&t, Hidden).unwrap();
+    assert_eq!(all.names(), ["Batch", "Hidden"]);
+    assert_eq!(all.shape(), &[2, size * (size + 1) / 2]);
+    for row in 0..2 {
+        let got = all.as_dyn().select(0, row as isize).to_vec();
+        let want: Vec<E> = (0..size)
+            .flat_map(|r| data::<E>(r, 2 * (r + 1))[row * (r + 1)..(row + 1) * (r + 1)].to_vec())
+            .collect();
+        assert_eq!(got, want, "row {row}");
+    }
+}
+
+/// reduce_scatter along each dim, with parts that divide evenly and parts that do not.
+fn reduce_scatter_parts<E: Element>(world: &Communicator) {
+    let (me, size) = (world.rank(), world.size());
+    for rows in [2 * size, 2 * size + 1, 1] {
+        let t = DynTensor::from_vec(data::<E>(me, rows * 3), &[rows, 3]);
+        let part = world.reduce_scatter(&t, 0, ReduceOp::Sum).unwrap();
+        let sizes: Vec<usize> = (0..size)
+            .map(|r| rows / size + usize::from(r < rows % size))
+            .collect();
+        let start: usize = sizes[..me].iter().sum();
+        let want: Vec<E> = (start * 3..(start + sizes[me]) * 3)
+            .map(|i| expected::<E>(ReduceOp::Sum, size, i))
+            .collect();
+        assert_eq!(part.shape(), &[sizes[me], 3], "{rows} rows");
+        assert_eq!(part.to_vec(), want, "{rows} rows");
+
+        // The same along dim 1 of the transposed tensor, named.
+        let named = Tensor::<E, (Hidden, Batch)>::from_vec(data::<E>(me, rows * 3), [rows, 3]);
+        let tr = named.as_dyn().transpose(0, 1).contiguous();
+        let named_t = Tensor::<E, (Batch, Hidden)>::from_vec(tr.to_vec(), [3, rows]);
+        let part = world
+            .reduce_scatter(&named_t, Hidden, ReduceOp::Max)
+            .unwrap();
+        assert_eq!(part.shape(), &[3, sizes[me]]);
+        let want: Vec<E> = (0..3)
+            .flat_map(|c| {
+                (start..start + sizes[me])
+                    .map(move |row| expected::<E>(ReduceOp::Max, size, row * 3 + c))
+            })
+            .collect();
+        assert_eq!(part.to_vec(), want, "{rows} rows, named, along Hidden");
+    }
+}
+
+fn every_dtype(world: &Communicator, dev: Device) {
+    macro_rules! each {
+        ($($t:ty)*) => {$(
+            all_reduce_every_op::<$t>(world, dev);
+            if dev == Device::Cpu {
+                broadcast_from_every_root::<$t>(world);
+                all_gather_uneven::<$t>(world);
+                reduce_scatter_parts::<$t>(world);
+            }
+        )*};
+    }
+    each! { bool u8 i8 i16 i32 i64 half::f16 half::bf16 f32 f64 }
+}
+
+/// Ranks that disagree all get an error, and no tensor changes; the next call works.
+fn mismatches_are_errors_on_every_rank(world: &Communicator) {
+    let (me, size) = (world.rank(), world.size());
+    if size < 2 {
+        return;
+    }
+    // Rank 0 has another shape.
+    let t = DynTensor::<f32>::full(if me == 0 { &[2, 3] } else { &[3, 2] }, 1.0);
+    let e = world.all_reduce_(&t, ReduceOp::Sum).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch, "{e}");
+    assert!(
+        e.to_string().contains("rank 0 [2, 3], rank 1 [3, 2]"),
+        "{e}"
+    );
+    assert_eq!(t.to_vec(), vec![1.0; 6]);
+
+    // Rank 1 has another dtype: the other ranks' f32 against its f64.
+    let e = if me == 1 {
+        world.all_reduce_(&DynTensor::<f64>::ones(&[2]), ReduceOp::Sum)
+    } else {
+        world.all_reduce_(&DynTensor::<f32>::ones(&[2]), ReduceOp::Sum)
+    }
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::DTypeMismatch, "{e}");
+    assert!(e.to_string().contains("rank 1 float64"), "{e}");
+
+    // Rank 0 calls a barrier where the others reduce.
+    let t = DynTensor::<i32>::ones(&[4]);
+    let e = if me == 0 {
+        world.barrier()
+    } else {
+        world.all_reduce_(&t, ReduceOp::Sum)
+    }
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Distributed, "{e}");
+    assert!(
+        e.to_string().contains("rank 0 barrier, rank 1 all_reduce_"),
+        "{e}"
+    );
+    assert_eq!(t.to_vec(), vec![1; 4]);
+
+    // Ranks name different roots.
+    let e = world.broadcast_(&t, me % 2).unwrap_err();
+    assert!(e.to_string().contains("different roots"), "{e}");
+
+    // The last rank's dim is out of range: it gets its own error, the others say where.
+    let t = DynTensor::<f32>::ones(&[2, 2]);
+    let dim = if me == size - 1 { 5 } else { 0 };
+    let e = world.all_gather(&t, dim).unwrap_err();
+    if me == size - 1 {
+        assert_eq!(e.kind(), ErrorKind::DimOutOfRange, "{e}");
+    } else {
+        assert_eq!(e.kind(), ErrorKind::Distributed, "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("failed on rank(s) {}", size - 1)),
+            "{e}"
+        );
+    }
+
+    // Rank 0's root is outside the group.
+    let root = if me == 0 { size } else { 0 };
+    assert!(world.broadcast_(&t, root).is_err());
+
+    // And the group still works.
+    let t = DynTensor::<i64>::ones(&[3]);
+    world.all_reduce_(&t, ReduceOp::Sum).unwrap();
+    assert_eq!(t.to_vec(), vec![size as i64; 3]);
+}
+
+/// Sub-communicators: even and odd ranks reduce among themselves; a rank left out gets None.
+fn split_groups(world: &Communicator) {
+    let (me, size) = (world.rank(), world.size());
+    let half = world.split(Some((me % 2) as u32), 0).unwrap().unwrap();
+    let members: Vec<usize> = (0..size).filter(|r| r % 2 == me % 2).collect();
+    assert_eq!(half.size(), members.len());
+    assert_eq!(half.rank(), me / 2);
+    let t = DynTensor::<i64>::from_vec(vec![me as i64], &[1]);
+    half.all_reduce_(&t, ReduceOp::Sum).unwrap();
+    assert_eq!(t.item(), members.iter().sum::<usize>() as i64);
+    // Reversed order by key.
+    let rev = world.split(Some(0), -(me as i32)).unwrap().unwrap();
+    assert_eq!(rev.rank(), size - 1 - me);
+    let only_zero = world.split((me == 0).then_some(0), 0).unwrap();
+    assert_eq!(only_zero.map(|c| c.size()), (me == 0).then_some(1));
+    world.barrier().unwrap();
+}
+
+/// Several calls in flight at once complete in order.
+fn overlapping_calls(world: &Communicator) {
+    let size = world.size() as f32;
+    let a = DynTensor::<f32>::ones(&[1000]);
+    let b = DynTensor::<f32>::full(&[10], 2.0);
+    let pa = world.all_reduce_start(&a, ReduceOp::Sum).unwrap();
+    let pb = world.all_reduce_start(&b, ReduceOp::Mean).unwrap();
+    let pg = world.all_gather_start(&b, 0).unwrap();
+    let barrier = world.barrier_start().unwrap();
+    // Waited in another order than started.
+    let g = pg.wait().unwrap();
+    pb.wait().unwrap();
+    barrier.wait().unwrap();
+    pa.wait().unwrap();
+    assert_eq!(a.to_vec(), vec![size; 1000]);
+    assert_eq!(b.to_vec(), vec![2.0; 10]);
+    assert_eq!(g.shape(), &[10 * world.size()]);
+}
+
+#[test]
+fn collectives_across_ranks() {
+    let world = dist::init().unwrap();
+    let again = dist::init().unwrap();
+    assert_eq!((again.rank(), again.size()), (world.rank(), world.size()));
+    drop(again);
+    every_dtype(&world, Device::Cpu);
+    #[cfg(feature = "cuda")]
+    if Device::Cuda(0).check_available().is_ok() {
+        all_reduce_every_op::<f32>(&world, Device::Cuda(0));
+        all_reduce_every_op::<half::bf16>(&world, Device::Cuda(0));
+    }
+    mismatches_are_errors_on_every_rank(&world);
+    split_groups(&world);
+    overlapping_calls(&world);
+    drop(world);
+    // MPI was finalised with the last communicator and cannot start again.
+    let e = dist::init().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Distributed);
+    assert!(e.to_string().contains("cannot start twice"), "{e}");
+}
