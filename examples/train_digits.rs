@@ -15,54 +15,20 @@
 //! plotted to `train_digits_loss.png` and `train_digits_accuracy.png` next to the example's
 //! executable.
 
+#[path = "support/digits.rs"]
+mod digits;
 #[path = "support/mod.rs"]
 mod support;
 
+use digits::{Batch, Classes, Classifier, Data, Hidden, Mlp, Pixels, accuracy};
 use namedtensor::data::{DataLoader, TensorDataset};
 use namedtensor::nn::loss::{CrossEntropy, cross_entropy};
-use namedtensor::nn::{Conv2d, Dropout, Linear, MaxPool2d, Module, Visitor, save_parameters};
+use namedtensor::nn::{Conv2d, Linear, MaxPool2d, Module, Visitor, save_parameters};
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{Adam, AdamConfig, CosineAnnealingLr, LrScheduler, Optimizer};
-use namedtensor::{DynTensor, Tensor, autograd::no_grad, dims};
+use namedtensor::{Tensor, autograd::no_grad, dims};
 
-dims! { Batch, Pixels, Hidden, Classes, Channels, Features, Rows, Cols, Flat }
-
-/// What the training loop needs of a model.
-trait Classifier: Module<f32> {
-    fn forward(&self, x: &Tensor<f32, (Batch, Pixels)>) -> Tensor<f32, (Batch, Classes)>;
-}
-
-/// 64 pixels → 128 hidden units (ReLU, dropout) → 10 classes.
-struct Mlp {
-    fc1: Linear<Pixels, Hidden>,
-    drop: Dropout,
-    fc2: Linear<Hidden, Classes>,
-}
-
-impl Module<f32> for Mlp {
-    fn visit(&self, v: &mut Visitor<'_, f32>) {
-        v.module("fc1", &self.fc1);
-        v.module("drop", &self.drop);
-        v.module("fc2", &self.fc2);
-    }
-}
-
-impl Mlp {
-    fn new(seed: u64) -> Mlp {
-        Mlp {
-            fc1: Linear::new(64, 128, seed),
-            drop: Dropout::new(0.1, seed + 1),
-            fc2: Linear::new(128, 10, seed + 2),
-        }
-    }
-}
-
-impl Classifier for Mlp {
-    fn forward(&self, x: &Tensor<f32, (Batch, Pixels)>) -> Tensor<f32, (Batch, Classes)> {
-        self.fc2
-            .forward(&self.drop.forward(&self.fc1.forward(x).relu()))
-    }
-}
+dims! { Channels, Features, Rows, Cols, Flat }
 
 /// 1 → 16 → 32 channels of 3×3 convolutions, each followed by ReLU and 2×2 max pooling
 /// (8×8 → 4×4 → 2×2), then a linear layer over the 128 flattened features.
@@ -103,38 +69,6 @@ impl Classifier for Cnn {
         let h = self.pool.forward(&self.conv2.forward(&h).relu());
         self.fc.forward(&h.merge::<(Hidden, Rows, Cols), Flat>())
     }
-}
-
-type Images = Tensor<f32, (Batch, Pixels)>;
-type Labels = Tensor<i64, (Batch,)>;
-
-/// The digits, pixels scaled to [0, 1], split into 1437 training and 360 test images by a
-/// seeded permutation.
-fn digits() -> Data {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/data/digits.safetensors"
-    );
-    let images = DynTensor::<u8>::load_named(path, "images").expect("examples/data/digits");
-    let labels = DynTensor::<i64>::load_named(path, "labels").expect("examples/data/digits");
-    let images = images.to_dtype::<f32>() / 16.0;
-    let order = DynTensor::randperm(images.shape()[0], 0);
-    let part = |start: isize, len: usize| {
-        let idx = order.narrow(0, start, len);
-        (
-            images.index_select(0, &idx).refine_names(),
-            labels.index_select(0, &idx).refine_names(),
-        )
-    };
-    (part(0, 1437), part(1437, 360))
-}
-
-fn accuracy(model: &impl Classifier, (x, y): &(Images, Labels)) -> f64 {
-    model.eval();
-    let predicted = no_grad(|| model.forward(x).argmax::<Classes>());
-    model.train();
-    let right = predicted.eq(y).sum::<Batch>().item();
-    right as f64 / y.numel() as f64
 }
 
 /// What a training run recorded.
@@ -223,13 +157,11 @@ fn fit(
     })
 }
 
-type Data = ((Images, Labels), (Images, Labels));
-
 fn main() -> namedtensor::Result<()> {
     let epochs: usize = std::env::args()
         .nth(1)
         .map_or(30, |a| a.parse().expect("the number of epochs"));
-    let data = digits();
+    let data = digits::digits();
     let mlp = fit("mlp", &Mlp::new(42), &data, epochs)?;
     let cnn = fit("cnn", &Cnn::new(7), &data, epochs)?;
     let exe = std::env::current_exe().expect("the example's path");

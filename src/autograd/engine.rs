@@ -11,7 +11,7 @@
 
 use super::any::AnyTensor;
 use super::mode::GradMode;
-use super::node::{BackwardFn, GradInfo, Node, NodeKind, lock};
+use super::node::{BackwardFn, GradHook, GradInfo, Node, NodeKind, lock};
 use crate::error::{Error, ErrorKind, Result};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -122,9 +122,14 @@ pub(crate) fn run(
         }
         let outputs = match (&node.kind, grad) {
             (_, None) => Vec::new(),
-            (NodeKind::Accumulate { grad: slot }, Some(g)) => {
+            (NodeKind::Accumulate { grad: slot, hooks }, Some(g)) => {
                 if matches!(sink, Sink::Accumulate) {
                     accumulate_leaf(slot, g, options.create_graph)?;
+                    // Run outside the lock: a hook may read the gradient or add hooks.
+                    let hooks: Vec<GradHook> = lock(hooks).iter().map(|(_, h)| h.clone()).collect();
+                    for hook in hooks {
+                        hook()?;
+                    }
                 }
                 Vec::new()
             }

@@ -30,12 +30,14 @@
 mod any;
 mod engine;
 mod formulas;
+mod hook;
 mod mode;
 mod node;
 mod record;
 mod tensor;
 
 pub use engine::BackwardOptions;
+pub use hook::GradHookHandle;
 pub use mode::{GradMode, is_grad_enabled, no_grad};
 pub use tensor::grad;
 

@@ -25,6 +25,10 @@ pub(crate) type GradSlot = Mutex<Option<AnyTensor>>;
 pub(crate) type BackwardFn =
     Box<dyn Fn(AnyTensor, &Arc<Node>) -> Result<Vec<Option<AnyTensor>>> + Send + Sync>;
 
+/// A function run after a backward pass added a leaf's gradient
+/// ([`DynTensor::register_post_accumulate_grad_hook`]); its error ends the pass.
+pub(crate) type GradHook = Arc<dyn Fn() -> Result<()> + Send + Sync>;
+
 /// The type and shape a gradient must have.
 #[derive(Clone, Debug)]
 pub(crate) struct GradInfo {
@@ -39,8 +43,12 @@ pub(crate) enum NodeKind {
         /// Whether running it frees what it saved (false for ops that save nothing).
         frees: bool,
     },
-    /// A leaf that requires grad: adds what arrives into `grad`.
-    Accumulate { grad: GradSlot },
+    /// A leaf that requires grad: adds what arrives into `grad`, then runs `hooks` (each
+    /// with its id, for removal).
+    Accumulate {
+        grad: GradSlot,
+        hooks: Mutex<Vec<(u64, GradHook)>>,
+    },
 }
 
 /// One recorded op (or a leaf's accumulator).
@@ -67,6 +75,7 @@ impl Node {
             output,
             kind: NodeKind::Accumulate {
                 grad: Mutex::new(None),
+                hooks: Mutex::new(Vec::new()),
             },
             retained: Mutex::new(Vec::new()),
         })
@@ -145,7 +154,7 @@ impl Meta {
     pub(crate) fn grad_slot(&self) -> Option<&GradSlot> {
         match self {
             Meta::Leaf { node } => match &node.kind {
-                NodeKind::Accumulate { grad } => Some(grad),
+                NodeKind::Accumulate { grad, .. } => Some(grad),
                 NodeKind::Function { .. } => None,
             },
             Meta::Interior { retained, .. } => retained.get().map(|s| &**s),

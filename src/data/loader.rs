@@ -5,9 +5,12 @@
 //!   `len % batch_size` items of the incomplete last batch), in order or in the permutation
 //!   `randperm(len, derive_seed(seed, epoch))`.
 //! - A loader never yields an empty batch.
+//! - A sharded loader ([`DataLoader::shard`]) batches only its rank's share of each epoch's
+//!   order (module `shard`: the same order on every rank, `num_samples` items each).
 //! - An epoch that cannot start (a dataset of more than `i64::MAX` items, or a shuffled order
 //!   the host cannot hold) yields one error and is not counted; nothing in it panics.
 
+use super::shard::{Shard, ShardRemainder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::nn::init::derive_seed;
 use crate::tensor::DynTensor;
@@ -22,8 +25,8 @@ pub trait Dataset {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The items at `indices` (a 1-d `i64` tensor of distinct indices below [`len`]), as one
-    /// batch.
+    /// The items at `indices` (a 1-d `i64` tensor of indices below [`len`], distinct but
+    /// where a sharded loader pads a dataset smaller than its replicas), as one batch.
     ///
     /// [`len`]: Dataset::len
     fn batch(&self, indices: &DynTensor<i64>) -> Result<Self::Batch>;
@@ -59,6 +62,7 @@ pub struct DataLoader<D: Dataset> {
     batch_size: usize,
     seed: Option<u64>,
     last: LastBatch,
+    shard: Option<Shard>,
     epochs: u64,
 }
 
@@ -78,6 +82,7 @@ impl<D: Dataset> DataLoader<D> {
             batch_size,
             seed: None,
             last: LastBatch::Keep,
+            shard: None,
             epochs: 0,
         })
     }
@@ -94,6 +99,46 @@ impl<D: Dataset> DataLoader<D> {
         self
     }
 
+    /// Batches only rank `rank`'s share of each epoch, of `replicas` ranks in all (PyTorch's
+    /// `DistributedSampler` under a `DataLoader`): every rank draws the same order (give each
+    /// the same [`shuffle`](Self::shuffle) seed) and keeps every `replicas`-th item from its
+    /// rank on. Every rank gets the same number of items, so every rank runs the same number
+    /// of steps; `remainder` says how an epoch that does not divide evenly is made to.
+    ///
+    /// ```
+    /// use namedtensor::data::{DataLoader, ShardRemainder, TensorDataset};
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Items }
+    /// let ids = Tensor::<i64, (Items,)>::from_vec((0..10).collect(), [10]);
+    /// let data = TensorDataset::new(ids.clone(), ids).unwrap();
+    /// // Rank 1 of 3, in order: items 1, 4, 7 and, padding the epoch, item 0.
+    /// let mut loader = DataLoader::new(data.clone(), 2).unwrap().shard(1, 3, ShardRemainder::Pad).unwrap();
+    /// let items: Vec<i64> = loader.epoch().flat_map(|b| b.unwrap().1.as_dyn().to_vec()).collect();
+    /// assert_eq!(items, [1, 4, 7, 0]);
+    /// let mut loader = DataLoader::new(data, 2).unwrap().shard(1, 3, ShardRemainder::Drop).unwrap();
+    /// assert_eq!(loader.num_batches(), 2); // items 1, 4, 7
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] for a rank that is not below `replicas`.
+    pub fn shard(
+        mut self,
+        rank: usize,
+        replicas: usize,
+        remainder: ShardRemainder,
+    ) -> Result<Self> {
+        self.shard = Some(Shard::new(rank, replicas, remainder)?);
+        Ok(self)
+    }
+
+    /// The number of items this loader visits per epoch (its shard's share when sharded).
+    pub fn epoch_len(&self) -> usize {
+        match &self.shard {
+            Some(s) => s.num_samples(self.data.len()),
+            None => self.data.len(),
+        }
+    }
+
     /// The dataset.
     pub fn dataset(&self) -> &D {
         &self.data
@@ -102,8 +147,8 @@ impl<D: Dataset> DataLoader<D> {
     /// The number of batches per epoch.
     pub fn num_batches(&self) -> usize {
         match self.last {
-            LastBatch::Keep => self.data.len().div_ceil(self.batch_size),
-            LastBatch::Drop => self.data.len() / self.batch_size,
+            LastBatch::Keep => self.epoch_len().div_ceil(self.batch_size),
+            LastBatch::Drop => self.epoch_len() / self.batch_size,
         }
     }
 
@@ -136,9 +181,9 @@ impl<D: Dataset> DataLoader<D> {
     /// assert_eq!(first[0].as_ref().unwrap_err().kind(), ErrorKind::Overflow);
     /// ```
     pub fn epoch(&mut self) -> impl Iterator<Item = Result<D::Batch>> + '_ {
-        let n = self.data.len();
+        let n = self.epoch_len();
         let batches = self.num_batches();
-        let (failed, order, batches) = match self.order(n) {
+        let (failed, order, batches) = match self.order(self.data.len()) {
             Ok(order) => {
                 self.epochs += 1;
                 (None, order, batches)
@@ -161,8 +206,8 @@ impl<D: Dataset> DataLoader<D> {
             }))
     }
 
-    /// The epoch's permutation of `0..n` when shuffling (none in order), or the error that
-    /// keeps the epoch from starting.
+    /// The epoch's order of `0..n` (none: in order and unsharded), its shard's items when
+    /// sharded, or the error that keeps the epoch from starting.
     fn order(&self, n: usize) -> Result<Option<DynTensor<i64>>> {
         if i64::try_from(n).is_err() {
             return Err(Error::new(
@@ -175,17 +220,31 @@ impl<D: Dataset> DataLoader<D> {
                 ),
             ));
         }
-        let Some(seed) = self.seed else {
-            return Ok(None);
+        let perm = match self.seed {
+            Some(seed) => Some(
+                DynTensor::try_randperm(n, derive_seed(seed, self.epochs)).map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        "DataLoader",
+                        format!("shuffling {n} items: {}", e.message()),
+                    )
+                })?,
+            ),
+            None => None,
         };
-        let perm = DynTensor::try_randperm(n, derive_seed(seed, self.epochs));
-        perm.map(Some).map_err(|e| {
-            Error::new(
-                e.kind(),
-                "DataLoader",
-                format!("shuffling {n} items: {}", e.message()),
-            )
-        })
+        let Some(shard) = &self.shard else {
+            return Ok(perm);
+        };
+        let order = match &perm {
+            Some(p) => p.try_to_vec()?,
+            None => {
+                crate::storage::reserve_buffer::<i64>("DataLoader", n)?;
+                (0..n as i64).collect()
+            }
+        };
+        let mine = shard.take(&order);
+        let len = mine.len();
+        DynTensor::try_from_vec(mine, &[len]).map(Some)
     }
 }
 

@@ -4,7 +4,9 @@
 //! [`TensorDataset`] serves named tensors whose leading dim counts the items.
 
 mod loader;
+mod shard;
 mod tensor_dataset;
 
 pub use loader::{DataLoader, Dataset, LastBatch};
+pub use shard::ShardRemainder;
 pub use tensor_dataset::TensorDataset;

@@ -54,11 +54,13 @@
 //! cores.
 
 mod collective;
+mod ddp;
 mod header;
 mod runtime;
 mod wire;
 
 pub use collective::{CollectiveDim, CollectiveTensor};
+pub use ddp::{DEFAULT_BUCKET_CAP_BYTES, DistributedDataParallel};
 
 use crate::error::{Error, ErrorKind, Result};
 use header::{Header, Op};

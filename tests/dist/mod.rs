@@ -11,6 +11,11 @@ use namedtensor::{DType, Device, DynTensor, Element, ErrorKind, Tensor, dims};
 
 dims! { Batch, Hidden }
 
+/// The `ddp_digits` example, whose `train` the test runs across the ranks.
+#[path = "../../examples/ddp_digits.rs"]
+#[allow(dead_code)]
+mod ddp_digits_example;
+
 /// Rank `r`'s element `i`: a small integer, exact in every dtype (bool: every third).
 fn value(r: usize, i: usize) -> i64 {
     ((r * 7 + i * 3) % 11) as i64
@@ -306,9 +311,214 @@ fn collectives_across_ranks() {
     mismatches_are_errors_on_every_rank(&world);
     split_groups(&world);
     overlapping_calls(&world);
+    ddp::steps_match_one_process(&world);
+    ddp::no_sync_accumulates(&world);
+    ddp::unused_parameters_without_sync_are_an_error(&world);
+    // The example, three epochs: the loss falls and the ranks agree on a good model.
+    let run = ddp_digits_example::train(&world, 3, &std::env::temp_dir(), true).unwrap();
+    assert!(run.losses[2] < run.losses[0], "{:?}", run.losses);
+    assert!(run.accuracy > 0.9, "{}", run.accuracy);
     drop(world);
     // MPI was finalised with the last communicator and cannot start again.
     let e = dist::init().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Distributed);
     assert!(e.to_string().contains("cannot start twice"), "{e}");
+}
+
+mod ddp {
+    use namedtensor::dist::{Communicator, DistributedDataParallel};
+    use namedtensor::nn::loss::cross_entropy;
+    use namedtensor::nn::{Linear, Module, Visitor};
+    use namedtensor::optim::{Adam, AdamConfig, Optimizer};
+    use namedtensor::{ErrorKind, Tensor, dims};
+
+    dims! { Batch, Features, Hidden, Classes }
+
+    /// A two-layer perceptron, with a layer that forward passes may leave out.
+    struct Mlp {
+        fc1: Linear<Features, Hidden, f64>,
+        fc2: Linear<Hidden, Classes, f64>,
+        spare: Linear<Hidden, Classes, f64>,
+    }
+
+    impl Module<f64> for Mlp {
+        fn visit(&self, v: &mut Visitor<'_, f64>) {
+            v.module("fc1", &self.fc1);
+            v.module("fc2", &self.fc2);
+            v.module("spare", &self.spare);
+        }
+    }
+
+    impl Mlp {
+        fn new(seed: u64) -> Mlp {
+            Mlp {
+                fc1: Linear::new(6, 16, seed),
+                fc2: Linear::new(16, 3, seed + 100),
+                spare: Linear::new(16, 3, seed + 200),
+            }
+        }
+
+        fn forward(
+            &self,
+            x: &Tensor<f64, (Batch, Features)>,
+            spare: bool,
+        ) -> Tensor<f64, (Batch, Classes)> {
+            let h = self.fc1.forward(x).relu();
+            if spare {
+                self.fc2.forward(&h) + self.spare.forward(&h)
+            } else {
+                self.fc2.forward(&h)
+            }
+        }
+    }
+
+    const BATCH: usize = 12;
+
+    /// Inputs and labels.
+    type Examples = (Tensor<f64, (Batch, Features)>, Tensor<i64, (Batch,)>);
+
+    /// Rows `rows` of the global batch.
+    fn batch(rows: std::ops::Range<usize>) -> Examples {
+        let n = rows.len();
+        let x: Vec<f64> = rows
+            .clone()
+            .flat_map(|i| (0..6).map(move |j| ((i * 6 + j) as f64 * 0.7).sin()))
+            .collect();
+        let y: Vec<i64> = rows.map(|i| (i % 3) as i64).collect();
+        (Tensor::from_vec(x, [n, 6]), Tensor::from_vec(y, [n]))
+    }
+
+    /// This rank's rows: an equal part of the global batch.
+    fn shard(world: &Communicator) -> std::ops::Range<usize> {
+        let per = BATCH / world.size();
+        world.rank() * per..(world.rank() + 1) * per
+    }
+
+    fn params(m: &impl Module<f64>) -> Vec<(String, Vec<f64>)> {
+        m.parameters()
+            .into_iter()
+            .map(|p| (p.name, p.tensor.to_vec()))
+            .collect()
+    }
+
+    fn assert_close(a: &[(String, Vec<f64>)], b: &[(String, Vec<f64>)], what: &str) {
+        assert_eq!(a.len(), b.len());
+        for ((na, va), (nb, vb)) in a.iter().zip(b) {
+            assert_eq!(na, nb);
+            for (x, y) in va.iter().zip(vb) {
+                assert!(
+                    (x - y).abs() <= 1e-12 + 1e-9 * y.abs(),
+                    "{what}: {na} {x} vs {y}"
+                );
+            }
+        }
+    }
+
+    /// N AdamW steps on each rank's part equal N steps of one process on the whole batch,
+    /// and every bucket was reduced during backward.
+    pub fn steps_match_one_process(world: &Communicator) {
+        let reference = Mlp::new(1);
+        let mut ref_opt = Adam::new(reference.parameters(), AdamConfig::adamw());
+        // Every rank but 0 starts elsewhere: the broadcast makes them equal.
+        let model =
+            DistributedDataParallel::with_bucket_cap(Mlp::new(1 + world.rank() as u64), world, 600)
+                .unwrap();
+        assert!(model.num_buckets() > 1, "several buckets");
+        assert_close(&params(&model), &params(&reference), "after the broadcast");
+        let mut opt = Adam::new(model.parameters(), AdamConfig::adamw());
+        let (x, y) = batch(shard(world));
+        let (fx, fy) = batch(0..BATCH);
+        for step in 0..5 {
+            opt.zero_grad();
+            cross_entropy(&model.forward(&x, false), Classes, &y).backward();
+            model.sync_gradients().unwrap(); // the spare layer got no gradient
+            opt.step().unwrap();
+            ref_opt.zero_grad();
+            cross_entropy(&reference.forward(&fx, false), Classes, &fy).backward();
+            for p in reference.spare.parameters() {
+                // sync_gradients gives unused parameters the mean of zeros.
+                p.tensor
+                    .set_grad(Some(namedtensor::DynTensor::zeros_like(&p.tensor)))
+                    .unwrap();
+            }
+            ref_opt.step().unwrap();
+            assert_close(
+                &params(&model),
+                &params(&reference),
+                &format!("step {step}"),
+            );
+        }
+        // The spare layer, registered last, fills the first bucket: buckets launch in
+        // order, so every step's reduction waited for sync_gradients.
+        assert_eq!(model.launch_counts(), (0, 5 * model.num_buckets()));
+
+        // With every layer used, backward alone averages: no bucket waits for sync.
+        let before = model.launch_counts();
+        opt.zero_grad();
+        cross_entropy(&model.forward(&x, true), Classes, &y).backward();
+        let after = model.launch_counts();
+        assert_eq!(after.0 - before.0, model.num_buckets());
+        assert_eq!(after.1, before.1);
+        model.sync_gradients().unwrap(); // nothing left: a no-op
+        assert_eq!(model.launch_counts(), after);
+        ref_opt.zero_grad();
+        cross_entropy(&reference.forward(&fx, true), Classes, &fy).backward();
+        for (p, r) in model.parameters().iter().zip(reference.parameters()) {
+            let (g, rg) = (
+                p.tensor.grad().unwrap().to_vec(),
+                r.tensor.grad().unwrap().to_vec(),
+            );
+            for (a, b) in g.iter().zip(&rg) {
+                assert!((a - b).abs() < 1e-12, "{}: {a} vs {b}", p.name);
+            }
+        }
+    }
+
+    /// Two micro-batches, the first inside no_sync, give the full batch's gradient.
+    pub fn no_sync_accumulates(world: &Communicator) {
+        let reference = Mlp::new(7);
+        let model = DistributedDataParallel::new(Mlp::new(7), world).unwrap();
+        let rows = shard(world);
+        let half = rows.start + rows.len() / 2;
+        let (x1, y1) = batch(rows.start..half);
+        let (x2, y2) = batch(half..rows.end);
+        model.no_sync(|| {
+            (cross_entropy(&model.forward(&x1, true), Classes, &y1) * 0.5).backward();
+        });
+        let (in_backward, _) = model.launch_counts();
+        assert_eq!(in_backward, 0, "nothing reduced inside no_sync");
+        (cross_entropy(&model.forward(&x2, true), Classes, &y2) * 0.5).backward();
+        let (fx, fy) = batch(0..BATCH);
+        cross_entropy(&reference.forward(&fx, true), Classes, &fy).backward();
+        for (p, r) in model.parameters().iter().zip(reference.parameters()) {
+            let (g, rg) = (
+                p.tensor.grad().unwrap().to_vec(),
+                r.tensor.grad().unwrap().to_vec(),
+            );
+            for (a, b) in g.iter().zip(&rg) {
+                assert!((a - b).abs() < 1e-12, "{}: {a} vs {b}", p.name);
+            }
+        }
+    }
+
+    /// A step that begins while the last one still waits for an unused parameter is an error.
+    pub fn unused_parameters_without_sync_are_an_error(world: &Communicator) {
+        let model = DistributedDataParallel::with_bucket_cap(Mlp::new(3), world, 0).unwrap();
+        let (x, y) = batch(shard(world));
+        cross_entropy(&model.forward(&x, false), Classes, &y).backward();
+        let e = cross_entropy(&model.forward(&x, false), Classes, &y)
+            .as_dyn()
+            .try_backward()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Distributed, "{e}");
+        assert!(e.to_string().contains("call sync_gradients()"), "{e}");
+        model.sync_gradients().unwrap();
+        assert!(
+            model
+                .spare
+                .parameters()
+                .iter()
+                .all(|p| p.tensor.grad().is_some())
+        );
+    }
 }
