@@ -312,6 +312,7 @@ fn collectives_across_ranks() {
     split_groups(&world);
     overlapping_calls(&world);
     ddp::steps_match_one_process(&world);
+    ddp::transformer_steps_match_one_process(&world);
     ddp::no_sync_accumulates(&world);
     ddp::unused_parameters_without_sync_are_an_error(&world);
     // The example, three epochs: the loss falls and the ranks agree on a good model.
@@ -472,6 +473,85 @@ mod ddp {
                 assert!((a - b).abs() < 1e-12, "{}: {a} vs {b}", p.name);
             }
         }
+    }
+
+    dims! { Seq, Vocab, Model, Heads, HeadDim, Ffn }
+
+    /// A small transformer classifier: embedding, one block, the mean over `Seq`, a linear
+    /// head (no dropout, so that the shards and the whole batch see the same function).
+    struct Classifier {
+        embed: namedtensor::nn::Embedding<Vocab, Model, f64>,
+        block: namedtensor::nn::TransformerBlock<Model, Heads, HeadDim, Ffn, f64>,
+        head: Linear<Model, Classes, f64>,
+    }
+
+    impl Module<f64> for Classifier {
+        fn visit(&self, v: &mut Visitor<'_, f64>) {
+            v.module("embed", &self.embed);
+            v.module("block", &self.block);
+            v.module("head", &self.head);
+        }
+    }
+
+    impl Classifier {
+        fn new(seed: u64) -> Classifier {
+            Classifier {
+                embed: namedtensor::nn::Embedding::new(11, 8, seed),
+                block: namedtensor::nn::TransformerBlock::new(8, 2, 16, 0.0, seed + 1),
+                head: Linear::new(8, 3, seed + 2),
+            }
+        }
+
+        fn forward(&self, ids: &Tensor<i64, (Batch, Seq)>) -> Tensor<f64, (Batch, Classes)> {
+            let h = self.block.forward(&self.embed.forward(ids), Seq);
+            self.head.forward(&h.mean::<Seq>())
+        }
+    }
+
+    /// Token ids and labels.
+    type Sequences = (Tensor<i64, (Batch, Seq)>, Tensor<i64, (Batch,)>);
+
+    /// Sequences of 5 token ids, labelled by their first token.
+    fn sequences(rows: std::ops::Range<usize>) -> Sequences {
+        let n = rows.len();
+        let ids: Vec<i64> = rows
+            .clone()
+            .flat_map(|i| (0..5).map(move |j| ((i * 5 + j * 3) % 11) as i64))
+            .collect();
+        let y: Vec<i64> = ids.chunks(5).map(|s| s[0] % 3).collect();
+        (Tensor::from_vec(ids, [n, 5]), Tensor::from_vec(y, [n]))
+    }
+
+    /// N AdamW steps of the transformer on each rank's part equal N steps of one process on
+    /// the whole batch.
+    pub fn transformer_steps_match_one_process(world: &Communicator) {
+        let reference = Classifier::new(5);
+        let mut ref_opt = Adam::new(reference.parameters(), AdamConfig::adamw());
+        let model = DistributedDataParallel::with_bucket_cap(
+            Classifier::new(5 + 10 * world.rank() as u64),
+            world,
+            2048,
+        )
+        .unwrap();
+        let mut opt = Adam::new(model.parameters(), AdamConfig::adamw());
+        let (x, y) = sequences(shard(world));
+        let (fx, fy) = sequences(0..BATCH);
+        for step in 0..4 {
+            opt.zero_grad();
+            cross_entropy(&model.forward(&x), Classes, &y).backward();
+            opt.step().unwrap();
+            ref_opt.zero_grad();
+            cross_entropy(&reference.forward(&fx), Classes, &fy).backward();
+            ref_opt.step().unwrap();
+            assert_close(
+                &params(&model),
+                &params(&reference),
+                &format!("transformer step {step}"),
+            );
+        }
+        // Every parameter is used: every bucket went out during backward.
+        assert_eq!(model.launch_counts(), (4 * model.num_buckets(), 0));
+        assert!(model.num_buckets() > 2);
     }
 
     /// Two micro-batches, the first inside no_sync, give the full batch's gradient.
