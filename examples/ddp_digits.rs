@@ -26,9 +26,8 @@ mod digits;
 use digits::{Batch, Classes, Classifier, Data, Mlp, accuracy};
 use namedtensor::data::{DataLoader, ShardRemainder, TensorDataset};
 use namedtensor::dist::{self, Communicator, DistributedDataParallel, ReduceOp};
-use namedtensor::nn::loss::CrossEntropy;
 use namedtensor::nn::{Module, load_parameters, save_parameters};
-use namedtensor::optim::{Adam, AdamConfig, CosineAnnealingLr, LrScheduler, Optimizer};
+use namedtensor::optim::{LrScheduler, Optimizer};
 use namedtensor::{DynTensor, Tensor};
 
 /// The per-rank results of a run: each epoch's mean training loss over every rank's batches,
@@ -103,18 +102,7 @@ pub fn train(
         per_rank,
         loader.num_batches()
     ));
-    let mut opt = Adam::new(
-        model.parameters(),
-        AdamConfig {
-            lr: 3e-3,
-            ..AdamConfig::adamw()
-        },
-    );
-    let mut schedule = CosineAnnealingLr::new(&mut opt, epochs, 1e-4)?;
-    let loss_fn = CrossEntropy {
-        label_smoothing: 0.05,
-        ..CrossEntropy::default()
-    };
+    let (mut opt, mut schedule, loss_fn) = digits::recipe(&model, epochs)?;
     let start = std::time::Instant::now();
     let mut losses = Vec::new();
     for epoch in 1..=epochs {

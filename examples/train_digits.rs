@@ -22,10 +22,10 @@ mod support;
 
 use digits::{Batch, Classes, Classifier, Data, Hidden, Mlp, Pixels, accuracy};
 use namedtensor::data::{DataLoader, TensorDataset};
-use namedtensor::nn::loss::{CrossEntropy, cross_entropy};
+use namedtensor::nn::loss::cross_entropy;
 use namedtensor::nn::{Conv2d, Linear, MaxPool2d, Module, Visitor, save_parameters};
 use namedtensor::ops::Window2d;
-use namedtensor::optim::{Adam, AdamConfig, CosineAnnealingLr, LrScheduler, Optimizer};
+use namedtensor::optim::{LrScheduler, Optimizer};
 use namedtensor::{Tensor, autograd::no_grad, dims};
 
 dims! { Channels, Features, Rows, Cols, Flat }
@@ -96,18 +96,7 @@ fn fit(
     )?
     .shuffle(1);
     println!("{name} with {} parameters", model.num_parameters());
-    let mut opt = Adam::new(
-        model.parameters(),
-        AdamConfig {
-            lr: 3e-3,
-            ..AdamConfig::adamw()
-        },
-    );
-    let mut schedule = CosineAnnealingLr::new(&mut opt, epochs, 1e-4)?;
-    let loss_fn = CrossEntropy {
-        label_smoothing: 0.05,
-        ..CrossEntropy::default()
-    };
+    let (mut opt, mut schedule, loss_fn) = digits::recipe(model, epochs)?;
     let start = std::time::Instant::now();
     let (mut loss_curve, mut accuracy_curve) = (Vec::new(), Vec::new());
     let bar = support::progress(epochs, name);

@@ -71,19 +71,6 @@ pub(super) struct Header {
     pub(super) axis: Option<usize>,
 }
 
-const DTYPES: [DType; 10] = [
-    DType::Bool,
-    DType::U8,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-];
-
 /// FNV-1a over the sizes, leaving out `skip`.
 fn shape_hash(shape: &[usize], skip: Option<usize>) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -115,7 +102,7 @@ impl Header {
         w[0] = self.op as u64;
         w[1] = self
             .dtype
-            .and_then(|d| DTYPES.iter().position(|x| *x == d))
+            .and_then(|d| DType::ALL.iter().position(|x| *x == d))
             .map_or(0, |i| i as u64 + 1);
         w[2] = self.arg;
         w[3] = u64::from(self.failed) | (self.axis.map_or(0, |a| (a as u64 + 1) << 1));
@@ -155,7 +142,7 @@ impl Seen<'_> {
     fn dtype(&self) -> String {
         match self.0[1] {
             0 => "no tensor".into(),
-            i => DTYPES
+            i => DType::ALL
                 .get(i as usize - 1)
                 .map_or_else(|| format!("dtype {i}"), |d| d.name().into()),
         }
