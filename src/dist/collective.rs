@@ -128,7 +128,7 @@ impl Communicator {
         let t = t.raw().shallow_clone();
         let local = wire::wire_op::<T::Elem>(op, name).and_then(|sysop| {
             let data = t.try_to_vec()?;
-            Ok((WireBuf::from_elements(&data), sysop))
+            Ok((WireBuf::from_elements(data), sysop))
         });
         let size = self.size();
         let mine = header(Op::AllReduce, &t, op as u64, None);
@@ -167,7 +167,7 @@ impl Communicator {
                 format!("root {root} is not a rank of a group of {size}"),
             ))
         } else if me == root {
-            t.try_to_vec().map(|v| WireBuf::from_elements(&v))
+            t.try_to_vec().map(WireBuf::from_elements)
         } else {
             Ok(WireBuf::zeros::<T::Elem>(t.numel()))
         };
@@ -215,7 +215,7 @@ impl Communicator {
         let axis = normalize_dim(name, dim.axis(), t.dim());
         let local = axis
             .clone()
-            .and_then(|_| t.try_to_vec().map(|v| WireBuf::from_elements(&v)));
+            .and_then(|_| t.try_to_vec().map(WireBuf::from_elements));
         let mine = header(Op::AllGather, &t, 0, axis.as_ref().ok().copied());
         let size = self.size();
         self.start_local(
@@ -278,7 +278,7 @@ impl Communicator {
         let local = axis.clone().and_then(|a| {
             let sysop = wire::wire_op::<T::Elem>(op, name)?;
             let front = t.try_transpose(0, a as isize)?.try_contiguous()?;
-            Ok((WireBuf::from_elements(&front.try_to_vec()?), sysop))
+            Ok((WireBuf::from_elements(front.try_to_vec()?), sysop))
         });
         let rows = axis.as_ref().map_or(0, |&a| t.shape()[a]);
         let inner = t.numel().checked_div(rows).unwrap_or(0);

@@ -12,6 +12,10 @@
 //!   pending calls). When the last one goes, the queue closes, the thread drops every
 //!   communicator and then the MPI universe, which finalises MPI, and the dropping thread
 //!   joins it. MPI cannot start twice in one process, so [`start`] refuses after that.
+//! - Except when the last handle goes because its thread panics: then MPI is left
+//!   unfinalised. `MPI_Finalize` waits for the other ranks, which may be waiting for this one
+//!   in a collective it will never join, so finalising would hang the whole job; a process
+//!   that ends without it makes `mpirun` end every rank with an error instead.
 
 use crate::error::{Error, ErrorKind, Result};
 use mpi::environment::{Threading, Universe};
@@ -53,6 +57,9 @@ type Job = Box<dyn FnOnce(&mut State) + Send>;
 /// The handle to the MPI thread.
 pub(super) struct Runtime {
     queue: Mutex<Option<mpsc::Sender<Job>>>,
+    /// Set when the runtime is dropped by a panicking thread: the MPI thread then leaves MPI
+    /// unfinalised (see the invariants).
+    abandon: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// The world's rank of this process and the world's size.
     pub(super) rank: usize,
@@ -81,6 +88,8 @@ pub(super) fn start() -> Result<Arc<Runtime>> {
     }
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(usize, usize)>>();
     let (job_tx, job_rx) = mpsc::channel::<Job>();
+    let abandon = Arc::new(AtomicBool::new(false));
+    let abandoned = Arc::clone(&abandon);
     let thread = std::thread::Builder::new()
         .name("namedtensor-mpi".into())
         .spawn(move || {
@@ -105,7 +114,11 @@ pub(super) fn start() -> Result<Arc<Runtime>> {
             while let Ok(job) = job_rx.recv() {
                 job(&mut state);
             }
-            drop(state);
+            if abandoned.load(Ordering::SeqCst) {
+                std::mem::forget(state);
+            } else {
+                drop(state);
+            }
         })
         .map_err(|e| {
             Error::new(
@@ -126,6 +139,7 @@ pub(super) fn start() -> Result<Arc<Runtime>> {
     };
     let rt = Arc::new(Runtime {
         queue: Mutex::new(Some(job_tx)),
+        abandon,
         thread: Mutex::new(Some(thread)),
         rank,
         size,
@@ -164,7 +178,10 @@ pub(super) fn thread_gone(op: &'static str) -> Error {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        // Closing the queue ends the thread's loop; it then finalises MPI.
+        if std::thread::panicking() {
+            self.abandon.store(true, Ordering::SeqCst);
+        }
+        // Closing the queue ends the thread's loop; it then finalises MPI (or not, above).
         drop(self.queue.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = t.join();

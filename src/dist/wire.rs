@@ -5,7 +5,8 @@
 //!   `f32` across the ranks and rounded to the half type once, at the end, so a sum is exact
 //!   wherever the `f32` sum is, and is never a sum of raw bits.
 //! - `bool` travels as `u8` (0 or 1): `Sum` and `Max` are "any", `Min` is "all".
-//! - Every other dtype travels as itself; integer sums wrap as MPI's do.
+//! - Every other dtype travels as itself; integer sums wrap as MPI's do. A vector already of
+//!   its wire type (`u8`, `f32`, `f64`) is sent as it is, not copied.
 //! - A buffer of more than `i32::MAX` elements is reduced and broadcast in chunks (MPI counts
 //!   are `int`).
 
@@ -51,17 +52,31 @@ fn cast_all<S: Element, T: Element>(v: &[S]) -> Vec<T> {
     v.iter().map(|x| x.cast::<T>()).collect()
 }
 
+/// `v` as a `Vec<T>`: the vector itself when `S` is `T` (a safe downcast, no copy), else
+/// each element cast.
+fn convert<S: Element, T: Element>(v: Vec<S>) -> Vec<T> {
+    if S::DTYPE != T::DTYPE {
+        return cast_all(&v);
+    }
+    let any: Box<dyn std::any::Any> = Box::new(v);
+    match any.downcast::<Vec<T>>() {
+        Ok(t) => *t,
+        Err(_) => unreachable!("one dtype is one Rust type"),
+    }
+}
+
 impl WireBuf {
-    /// `data` in `E`'s wire type.
-    pub(super) fn from_elements<E: Element>(data: &[E]) -> WireBuf {
+    /// `data` in `E`'s wire type: the vector itself where `E` is its own wire type, else a
+    /// converted copy.
+    pub(super) fn from_elements<E: Element>(data: Vec<E>) -> WireBuf {
         match E::DTYPE {
-            DType::Bool | DType::U8 => WireBuf::U8(cast_all(data)),
-            DType::I8 => WireBuf::I8(cast_all(data)),
-            DType::I16 => WireBuf::I16(cast_all(data)),
-            DType::I32 => WireBuf::I32(cast_all(data)),
-            DType::I64 => WireBuf::I64(cast_all(data)),
-            DType::F16 | DType::BF16 | DType::F32 => WireBuf::F32(cast_all(data)),
-            DType::F64 => WireBuf::F64(cast_all(data)),
+            DType::Bool | DType::U8 => WireBuf::U8(convert(data)),
+            DType::I8 => WireBuf::I8(convert(data)),
+            DType::I16 => WireBuf::I16(convert(data)),
+            DType::I32 => WireBuf::I32(convert(data)),
+            DType::I64 => WireBuf::I64(convert(data)),
+            DType::F16 | DType::BF16 | DType::F32 => WireBuf::F32(convert(data)),
+            DType::F64 => WireBuf::F64(convert(data)),
         }
     }
 
@@ -78,16 +93,16 @@ impl WireBuf {
         }
     }
 
-    /// The elements as `E` (each rounded once).
+    /// The elements as `E` (each rounded once; the vector itself where it already is `E`).
     pub(super) fn into_elements<E: Element>(self) -> Vec<E> {
         match self {
-            WireBuf::U8(v) => cast_all(&v),
-            WireBuf::I8(v) => cast_all(&v),
-            WireBuf::I16(v) => cast_all(&v),
-            WireBuf::I32(v) => cast_all(&v),
-            WireBuf::I64(v) => cast_all(&v),
-            WireBuf::F32(v) => cast_all(&v),
-            WireBuf::F64(v) => cast_all(&v),
+            WireBuf::U8(v) => convert(v),
+            WireBuf::I8(v) => convert(v),
+            WireBuf::I16(v) => convert(v),
+            WireBuf::I32(v) => convert(v),
+            WireBuf::I64(v) => convert(v),
+            WireBuf::F32(v) => convert(v),
+            WireBuf::F64(v) => convert(v),
         }
     }
 
