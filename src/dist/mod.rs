@@ -209,18 +209,17 @@ impl Communicator {
     /// # Ok(()) }
     /// ```
     pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
-        if color.is_some_and(|c| c > i32::MAX as u32) {
-            return Err(Error::new(
+        // A bad color is this rank's own failure: it still takes part in the exchange, marked
+        // failed, so that no other rank waits for it in the split.
+        let own_error = color.filter(|&c| c > i32::MAX as u32).map(|c| {
+            Error::new(
                 ErrorKind::InvalidArgument,
                 "split",
-                format!(
-                    "color {} is above MPI's limit {}",
-                    color.unwrap_or(0),
-                    i32::MAX
-                ),
-            ));
-        }
-        let mine = Header::bare(Op::Split);
+                format!("color {c} is above MPI's limit {}", i32::MAX),
+            )
+        });
+        let mut mine = Header::bare(Op::Split);
+        mine.failed = own_error.is_some();
         let id = self.inner.id;
         let rx = self.inner.rt.submit(
             "split",
@@ -238,7 +237,11 @@ impl Communicator {
                 }))
             },
         )?;
-        let made = rx.recv().map_err(|_| runtime::thread_gone("split"))??;
+        let made = match rx.recv() {
+            Ok(Ok(made)) => made,
+            Ok(Err(e)) => return Err(own_error.unwrap_or(e)),
+            Err(_) => return Err(runtime::thread_gone("split")),
+        };
         Ok(made.map(|(id, rank, size)| Communicator {
             inner: Arc::new(CommHandle {
                 rt: self.inner.rt.clone(),

@@ -272,6 +272,15 @@ fn split_groups(world: &Communicator) {
     // Reversed order by key.
     let rev = world.split(Some(0), -(me as i32)).unwrap().unwrap();
     assert_eq!(rev.rank(), size - 1 - me);
+    // The last rank's color is out of MPI's range: it gets its own error, every rank an
+    // error, and no rank waits.
+    let color = if me == size - 1 { u32::MAX } else { 0 };
+    let e = world.split(Some(color), 0).unwrap_err();
+    if me == size - 1 {
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    } else {
+        assert_eq!(e.kind(), ErrorKind::Distributed, "{e}");
+    }
     let only_zero = world.split((me == 0).then_some(0), 0).unwrap();
     assert_eq!(only_zero.map(|c| c.size()), (me == 0).then_some(1));
     world.barrier().unwrap();
