@@ -425,6 +425,19 @@ mod ddp {
             .collect()
     }
 
+    /// `model`'s gradients equal `reference`'s within 1e-12.
+    fn assert_grads_match(model: &impl Module<f64>, reference: &impl Module<f64>) {
+        for (p, r) in model.parameters().iter().zip(reference.parameters()) {
+            let (g, rg) = (
+                p.tensor.grad().unwrap().to_vec(),
+                r.tensor.grad().unwrap().to_vec(),
+            );
+            for (a, b) in g.iter().zip(&rg) {
+                assert!((a - b).abs() < 1e-12, "{}: {a} vs {b}", p.name);
+            }
+        }
+    }
+
     /// Every rank holds the same parameters, bit for bit.
     fn assert_identical_across_ranks(world: &Communicator, m: &impl Module<f64>) {
         // The bits of every value, as i64 (MPI moves them unchanged).
@@ -517,15 +530,7 @@ mod ddp {
         assert_eq!(model.launch_counts(), after);
         ref_opt.zero_grad();
         cross_entropy(&reference.forward(&fx, true), Classes, &fy).backward();
-        for (p, r) in model.parameters().iter().zip(reference.parameters()) {
-            let (g, rg) = (
-                p.tensor.grad().unwrap().to_vec(),
-                r.tensor.grad().unwrap().to_vec(),
-            );
-            for (a, b) in g.iter().zip(&rg) {
-                assert!((a - b).abs() < 1e-12, "{}: {a} vs {b}", p.name);
-            }
-        }
+        assert_grads_match(&model, &reference);
     }
 
     dims! { Seq, Vocab, Model, Heads, HeadDim, Ffn }
@@ -624,15 +629,7 @@ mod ddp {
         (cross_entropy(&model.forward(&x2, true), Classes, &y2) * 0.5).backward();
         let (fx, fy) = batch(0..BATCH);
         cross_entropy(&reference.forward(&fx, true), Classes, &fy).backward();
-        for (p, r) in model.parameters().iter().zip(reference.parameters()) {
-            let (g, rg) = (
-                p.tensor.grad().unwrap().to_vec(),
-                r.tensor.grad().unwrap().to_vec(),
-            );
-            for (a, b) in g.iter().zip(&rg) {
-                assert!((a - b).abs() < 1e-12, "{}: {a} vs {b}", p.name);
-            }
-        }
+        assert_grads_match(&model, &reference);
     }
 
     /// A step that begins while the last one still waits for an unused parameter is an error.
