@@ -21,7 +21,7 @@
 //! `mpirun -np 2 -x NAMEDTENSOR_NUM_THREADS=4 …` on 8 cores.
 
 #[path = "support/digits.rs"]
-mod digits;
+pub mod digits;
 
 use digits::{Batch, Classes, Classifier, Data, Mlp, accuracy};
 use namedtensor::data::{DataLoader, ShardRemainder, TensorDataset};
