@@ -3,9 +3,12 @@
 //! Each call reads its tensor on the caller's thread (any device, any view), hands the
 //! elements to the MPI thread with its header, and completes on the caller's thread in
 //! [`Pending::wait`](super::Pending::wait): an in-place call writes through the caller's view
-//! with `copy_`, the others build a new tensor on the input's device.
+//! with `copy_`, the others build a new tensor on the input's device. On a communicator made
+//! with NCCL (feature `nccl`), a call on a CUDA tensor goes to `nccl.rs` instead: the same
+//! header exchange, then NCCL on a device copy of the tensor.
 
-use super::header::{Header, Op};
+use super::header::{Header, Op, WORDS};
+use super::runtime::Group;
 use super::wire::{self, WireBuf};
 use super::{Communicator, Pending, ReduceOp};
 use crate::dtype::Element;
@@ -80,7 +83,12 @@ where
 }
 
 /// A tensor header for `op` on `t` along `axis`.
-fn header<E: Element>(op: Op, t: &DynTensor<E>, arg: u64, axis: Option<usize>) -> Header {
+pub(super) fn header<E: Element>(
+    op: Op,
+    t: &DynTensor<E>,
+    arg: u64,
+    axis: Option<usize>,
+) -> Header {
     Header {
         op,
         dtype: Some(E::DTYPE),
@@ -88,6 +96,7 @@ fn header<E: Element>(op: Op, t: &DynTensor<E>, arg: u64, axis: Option<usize>) -
         failed: false,
         shape: t.shape().to_vec(),
         axis,
+        device: Some(t.device()),
     }
 }
 
@@ -99,7 +108,7 @@ fn write_back<E: Element>(t: &DynTensor<E>, v: Vec<E>) -> Result<()> {
 }
 
 /// The sizes `tensor_split` gives `parts` parts of `n`: the first `n % parts` one larger.
-fn split_sizes(n: usize, parts: usize) -> Vec<usize> {
+pub(super) fn split_sizes(n: usize, parts: usize) -> Vec<usize> {
     (0..parts)
         .map(|r| n / parts + usize::from(r < n % parts))
         .collect()
@@ -124,6 +133,10 @@ impl Communicator {
         t: &T,
         op: ReduceOp,
     ) -> Result<Pending<()>> {
+        #[cfg(feature = "nccl")]
+        if self.goes_to_nccl(t.raw().device()) {
+            return self.nccl_all_reduce_start(t.raw(), op);
+        }
         let name = Op::AllReduce.name();
         let t = t.raw().shallow_clone();
         let local = wire::wire_op::<T::Elem>(op, name).and_then(|sysop| {
@@ -135,8 +148,8 @@ impl Communicator {
         self.start_local(
             mine,
             local,
-            move |comm, _, (buf, sysop)| {
-                let mut out = wire::all_reduce(comm, buf, sysop);
+            move |g, _, (buf, sysop)| {
+                let mut out = wire::all_reduce(g.mpi, buf, sysop);
                 if op == ReduceOp::Mean {
                     out.divide(size);
                 }
@@ -157,6 +170,10 @@ impl Communicator {
 
     /// [`Communicator::broadcast_`], returning at once; `t` is written in [`Pending::wait`].
     pub fn broadcast_start<T: CollectiveTensor>(&self, t: &T, root: usize) -> Result<Pending<()>> {
+        #[cfg(feature = "nccl")]
+        if self.goes_to_nccl(t.raw().device()) {
+            return self.nccl_broadcast_start(t.raw(), root);
+        }
         let name = Op::Broadcast.name();
         let t = t.raw().shallow_clone();
         let (me, size) = (self.rank(), self.size());
@@ -175,7 +192,7 @@ impl Communicator {
         self.start_local(
             mine,
             local,
-            move |comm, _, buf| Ok(wire::broadcast(comm, buf, root)),
+            move |g, _, buf| Ok(wire::broadcast(g.mpi, buf, root)),
             move |out| {
                 if me == root {
                     return Ok(());
@@ -210,6 +227,10 @@ impl Communicator {
         t: &T,
         dim: impl CollectiveDim<T>,
     ) -> Result<Pending<T>> {
+        #[cfg(feature = "nccl")]
+        if self.goes_to_nccl(t.raw().device()) {
+            return self.nccl_all_gather_start(t, dim.axis());
+        }
         let name = Op::AllGather.name();
         let t = t.raw().shallow_clone();
         let axis = normalize_dim(name, dim.axis(), t.dim());
@@ -221,11 +242,11 @@ impl Communicator {
         self.start_local(
             mine,
             local,
-            move |comm, all, buf| {
+            move |g, all, buf| {
                 let counts: Vec<usize> = all.iter().map(|w| w[5] as usize).collect();
                 let sizes: Vec<usize> = all.iter().map(|w| w[6] as usize).collect();
                 wire::counts_fit(name, &counts)?;
-                Ok((wire::all_gather(comm, buf, &counts), counts, sizes))
+                Ok((wire::all_gather(g.mpi, buf, &counts), counts, sizes))
             },
             move |(out, counts, sizes)| {
                 let axis = axis?;
@@ -270,6 +291,10 @@ impl Communicator {
         dim: impl CollectiveDim<T>,
         op: ReduceOp,
     ) -> Result<Pending<T>> {
+        #[cfg(feature = "nccl")]
+        if self.goes_to_nccl(t.raw().device()) {
+            return self.nccl_reduce_scatter_start(t, dim.axis(), op);
+        }
         let name = Op::ReduceScatter.name();
         let t = t.raw().shallow_clone();
         let (me, size) = (self.rank(), self.size());
@@ -288,9 +313,9 @@ impl Communicator {
         self.start_local(
             mine,
             local,
-            move |comm, _, (buf, sysop)| {
+            move |g, _, (buf, sysop)| {
                 wire::counts_fit(name, &counts)?;
-                let mut out = wire::reduce_scatter(comm, buf, &counts, sysop);
+                let mut out = wire::reduce_scatter(g.mpi, buf, &counts, sysop);
                 if op == ReduceOp::Mean {
                     out.divide(size);
                 }
@@ -311,17 +336,11 @@ impl Communicator {
 
     /// Starts a call whose local part is `local`: a rank whose local part failed still sends
     /// its header (marked failed), so every rank stops, and its `wait` returns its own error.
-    fn start_local<L: Send + 'static, R: Send + 'static, T>(
+    pub(super) fn start_local<L: Send + 'static, R: Send + 'static, T>(
         &self,
         mut mine: Header,
         local: Result<L>,
-        data: impl FnOnce(
-            &mpi::topology::SimpleCommunicator,
-            &[[u64; super::header::WORDS]],
-            L,
-        ) -> Result<R>
-        + Send
-        + 'static,
+        data: impl FnOnce(&Group<'_>, &[[u64; WORDS]], L) -> Result<R> + Send + 'static,
         finish: impl FnOnce(R) -> Result<T> + Send + 'static,
     ) -> Result<Pending<T>> {
         let (input, own_error) = match local {
@@ -331,9 +350,9 @@ impl Communicator {
         mine.failed = own_error.is_some();
         let mut pending = self.start(
             mine,
-            move |comm, all| {
+            move |g, all| {
                 let input = input.expect("the headers agree only when no rank's part failed");
-                data(comm, all, input)
+                data(g, all, input)
             },
             move |r| finish(r?),
         )?;

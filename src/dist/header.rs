@@ -4,19 +4,27 @@
 //! - Every rank all-gathers the same fixed-size header (16 words) before any data moves, and
 //!   [`agree`] is a pure function of the gathered headers: every rank reaches the same
 //!   verdict, so either all go on to the data phase or all return an error. A mismatch (two
-//!   collectives, dtypes, shapes, roots or reductions) is therefore an error on every rank,
-//!   never a hang or a buffer read with the wrong length.
+//!   collectives, dtypes, kinds of device, shapes, roots or reductions) is therefore an error
+//!   on every rank, never a hang or a buffer read with the wrong length.
+//! - The engine of a call's data phase follows from its tensor's kind of device (MPI through
+//!   host memory for CPU tensors, NCCL for CUDA tensors of a communicator made with
+//!   `with_nccl`): ranks whose tensors are on different kinds of device would run different
+//!   engines, which never meet, so they are refused here. The ordinals may differ (each rank
+//!   on its own GPU).
 //! - A rank whose own part failed before the exchange (a dim out of range, a tensor it cannot
 //!   read) still sends a header, marked failed, so the others return an error too.
 
+use crate::backend::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 
-/// Words in a header: op, dtype, argument, failed flag, rank count, element count, the size
-/// along the op's dim, a hash of the shape, a hash of the shape without the op's dim, then
-/// the first [`SHOWN`] sizes (for messages).
+/// Words in a header: op, dtype, argument, failed flag and dim, number of dims, element
+/// count, the size along the op's dim, a hash of the shape, a hash of the shape without the
+/// op's dim, the device, then the first [`SHOWN`] sizes (for messages).
 pub(super) const WORDS: usize = 16;
-const SHOWN: usize = WORDS - 9;
+/// The first word of the shown sizes.
+const FIRST_SHOWN: usize = 10;
+const SHOWN: usize = WORDS - FIRST_SHOWN;
 
 /// The collectives, as the header names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +36,8 @@ pub(super) enum Op {
     ReduceScatter,
     Barrier,
     Split,
+    #[cfg(feature = "nccl")]
+    WithNccl,
 }
 
 impl Op {
@@ -39,6 +49,8 @@ impl Op {
             Op::ReduceScatter => "reduce_scatter",
             Op::Barrier => "barrier",
             Op::Split => "split",
+            #[cfg(feature = "nccl")]
+            Op::WithNccl => "with_nccl",
         }
     }
 
@@ -50,6 +62,8 @@ impl Op {
             Op::ReduceScatter,
             Op::Barrier,
             Op::Split,
+            #[cfg(feature = "nccl")]
+            Op::WithNccl,
         ]
         .into_iter()
         .find(|op| *op as u64 == w)
@@ -69,6 +83,22 @@ pub(super) struct Header {
     pub(super) shape: Vec<usize>,
     /// The op's dim (all_gather, reduce_scatter), `None` otherwise.
     pub(super) axis: Option<usize>,
+    /// The tensor's device (`with_nccl`: the device asked for); `None` without a tensor.
+    pub(super) device: Option<Device>,
+}
+
+/// A device as a word: 0 none, 1 the CPU, `2 + n` CUDA device `n`.
+fn device_word(device: Option<Device>) -> u64 {
+    match device {
+        None => 0,
+        Some(Device::Cpu) => 1,
+        Some(Device::Cuda(n)) => 2 + n as u64,
+    }
+}
+
+/// The kind of device a word names (0 none, 1 CPU, 2 CUDA): the engine follows from it.
+fn device_kind(word: u64) -> u64 {
+    word.min(2)
 }
 
 /// FNV-1a over the sizes, leaving out `skip`.
@@ -93,6 +123,7 @@ impl Header {
             failed: false,
             shape: Vec::new(),
             axis: None,
+            device: None,
         }
     }
 
@@ -111,8 +142,9 @@ impl Header {
         w[6] = self.axis.map_or(0, |a| self.shape[a] as u64);
         w[7] = shape_hash(&self.shape, None);
         w[8] = shape_hash(&self.shape, self.axis);
+        w[9] = device_word(self.device);
         for (i, &s) in self.shape.iter().take(SHOWN).enumerate() {
-            w[9 + i] = s as u64;
+            w[FIRST_SHOWN + i] = s as u64;
         }
         w
     }
@@ -150,10 +182,17 @@ impl Seen<'_> {
     fn failed(&self) -> bool {
         self.0[3] & 1 == 1
     }
+    fn device(&self) -> String {
+        match self.0[9] {
+            0 => "no tensor".into(),
+            1 => Device::Cpu.to_string(),
+            w => Device::Cuda((w - 2) as usize).to_string(),
+        }
+    }
     /// The shape as far as the header shows it (`…` past the shown sizes).
     fn shape(&self) -> String {
         let n = self.0[4] as usize;
-        let shown: Vec<String> = self.0[9..9 + n.min(SHOWN)]
+        let shown: Vec<String> = self.0[FIRST_SHOWN..FIRST_SHOWN + n.min(SHOWN)]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -217,6 +256,21 @@ pub(super) fn agree(mine: &Header, all: &[[u64; WORDS]], me: usize) -> Result<()
             ),
         );
     }
+    if all
+        .iter()
+        .any(|w| device_kind(w[9]) != device_kind(all[0][9]))
+    {
+        return err(
+            ErrorKind::Device,
+            format!(
+                "the ranks' tensors are on different kinds of device: {}; every rank's tensor \
+                 must be on the CPU or every rank's on a CUDA device, because a collective's \
+                 engine follows from the kind (MPI through host memory for CPU tensors; NCCL \
+                 for CUDA tensors of a communicator made with with_nccl)",
+                list(&|s| s.device())
+            ),
+        );
+    }
     if differ(2) {
         let what = match mine.op {
             Op::AllReduce | Op::ReduceScatter => "reduction",
@@ -272,6 +326,14 @@ mod tests {
             failed: false,
             shape: shape.to_vec(),
             axis,
+            device: Some(Device::Cpu),
+        }
+    }
+
+    fn on(device: Device, h: Header) -> Header {
+        Header {
+            device: Some(device),
+            ..h
         }
     }
 
@@ -391,9 +453,69 @@ mod tests {
         let e = check(&[a.clone(), h(Op::AllReduce, DType::F32, 0, &other, None)]).unwrap_err();
         assert!(
             e.to_string()
-                .contains("rank 0 [1, 2, 3, 4, 5, 6, 7, … (12 dims)]"),
+                .contains("rank 0 [1, 2, 3, 4, 5, 6, … (12 dims)]"),
             "{e}"
         );
         check(&[a.clone(), a]).unwrap();
+    }
+
+    #[test]
+    fn device_kinds_must_agree_and_ordinals_may_differ() {
+        let sum = ReduceOp::Sum as u64;
+        let a = h(Op::AllReduce, DType::F32, sum, &[2, 3], None);
+        let e = check(&[
+            a.clone(),
+            on(Device::Cuda(0), a.clone()),
+            on(Device::Cuda(1), a.clone()),
+        ])
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Device);
+        assert!(
+            e.to_string().starts_with(
+                "all_reduce_: the ranks' tensors are on different kinds of device: \
+                              rank 0 cpu, rank 1 cuda:0, rank 2 cuda:1;"
+            ),
+            "{e}"
+        );
+        // Each rank on its own GPU: one kind, one engine.
+        check(&[
+            on(Device::Cuda(0), a.clone()),
+            on(Device::Cuda(1), a.clone()),
+        ])
+        .unwrap();
+        let g = |d, n| on(d, h(Op::AllGather, DType::I64, 0, &[n, 3], Some(0)));
+        check(&[g(Device::Cpu, 1), g(Device::Cpu, 4)]).unwrap();
+        let e = check(&[g(Device::Cuda(2), 1), g(Device::Cpu, 4)]).unwrap_err();
+        assert!(e.to_string().contains("rank 0 cuda:2, rank 1 cpu"), "{e}");
+        // The dtypes are compared first; a call without a tensor has no device.
+        let e = check(&[
+            a.clone(),
+            on(
+                Device::Cuda(0),
+                h(Op::AllReduce, DType::F64, sum, &[2, 3], None),
+            ),
+        ])
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::DTypeMismatch);
+        assert_eq!(Header::bare(Op::Barrier).encode()[9], 0);
+    }
+
+    #[test]
+    fn the_device_takes_one_word_from_the_shown_sizes() {
+        let long: Vec<usize> = (1..=8).collect();
+        let w = on(
+            Device::Cuda(5),
+            h(Op::AllReduce, DType::F32, 0, &long, None),
+        )
+        .encode();
+        assert_eq!(w[9], 7);
+        assert_eq!(&w[FIRST_SHOWN..], &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(Seen(&w).device(), "cuda:5");
+        assert_eq!(Seen(&w).shape(), "[1, 2, 3, 4, 5, 6, … (8 dims)]");
+        let short = h(Op::AllReduce, DType::F32, 0, &[4, 5], None).encode();
+        assert_eq!(
+            (Seen(&short).device(), Seen(&short).shape()),
+            ("cpu".into(), "[4, 5]".into())
+        );
     }
 }

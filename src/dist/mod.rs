@@ -33,11 +33,13 @@
 //!
 //! # Rules and guarantees
 //! - Every rank makes the same collective calls in the same order (MPI's rule). Before its
-//!   data, each call exchanges a 16-word header (op, dtype, shape, root or reduction): ranks
-//!   that disagree all get an error naming the op, the ranks and what differs
-//!   ([`ErrorKind::ShapeMismatch`](crate::ErrorKind), `DTypeMismatch` or `Distributed`), never
-//!   a hang or mixed data. A rank whose own part fails first (a dim out of range) tells the
-//!   others the same way. No tensor is changed by a call that fails.
+//!   data, each call exchanges a 16-word header (op, dtype, shape, kind of device, root or
+//!   reduction): ranks that disagree all get an error naming the op, the ranks and what
+//!   differs ([`ErrorKind::ShapeMismatch`](crate::ErrorKind), `DTypeMismatch`, `Device` or
+//!   `Distributed`), never a hang or mixed data. Tensors of one call are on the CPU on every
+//!   rank or on a CUDA device on every rank (each rank's own ordinal). A rank whose own part
+//!   fails first (a dim out of range) tells the others the same way. No tensor is changed by
+//!   a call that fails.
 //! - All MPI calls of the process run on one thread of the library's (module `runtime`),
 //!   in the order they were made: collectives may be started from any thread, and their order
 //!   is the order of the calls.
@@ -49,6 +51,16 @@
 //! - MPI is finalised when the last communicator and pending call of the process are gone; it
 //!   cannot start again in that process.
 //!
+//! # NCCL (feature `nccl`)
+//! `Communicator::with_nccl` makes a communicator of the same ranks whose collectives on
+//! CUDA tensors run GPU to GPU on NCCL (libnccl, loaded at run time), on the device's stream,
+//! instead of through host memory; on CPU tensors they still run over MPI. The header exchange
+//! before every call stays on MPI, so the rules above hold for both engines; in one call all
+//! ranks' tensors must be on the same kind of device (CPU or CUDA), since the engine follows
+//! from it. NCCL reduces `f16`/`bf16` in their own type (one rounding per addition), `bool`
+//! as any/all as above, `i16` through `i32`; `Mean` is NCCL's sum divided once on the device.
+//! Without a GPU, the `cuda-emu` feature emulates NCCL between the processes of one machine.
+//!
 //! Threads: each rank has its own thread pool ([`set_num_threads`](crate::set_num_threads),
 //! `NAMEDTENSOR_NUM_THREADS`); with several ranks on one machine, give each its share of the
 //! cores.
@@ -56,15 +68,19 @@
 mod collective;
 mod ddp;
 mod header;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod runtime;
 mod wire;
 
 pub use collective::{CollectiveDim, CollectiveTensor};
 pub use ddp::{DEFAULT_BUCKET_CAP_BYTES, DistributedDataParallel};
 
+#[cfg(feature = "nccl")]
+use crate::backend::device::Device;
 use crate::error::{Error, ErrorKind, Result};
 use header::{Header, Op};
-use runtime::Runtime;
+use runtime::{Group, Runtime};
 use std::sync::{Arc, mpsc};
 
 /// How [`Communicator::all_reduce_`] and [`Communicator::reduce_scatter`] combine the ranks'
@@ -102,6 +118,10 @@ struct CommHandle {
     id: usize,
     rank: usize,
     size: usize,
+    /// The device of the NCCL communicator the MPI thread holds under the same id
+    /// ([`Communicator::with_nccl`]).
+    #[cfg(feature = "nccl")]
+    nccl: Option<Device>,
 }
 
 impl Drop for CommHandle {
@@ -128,6 +148,8 @@ pub fn init() -> Result<Communicator> {
             size: rt.size,
             rt,
             id: 0,
+            #[cfg(feature = "nccl")]
+            nccl: None,
         }),
     })
 }
@@ -136,9 +158,14 @@ impl std::fmt::Debug for Communicator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Communicator(rank {} of {})",
+            "Communicator(rank {} of {}",
             self.inner.rank, self.inner.size
-        )
+        )?;
+        #[cfg(feature = "nccl")]
+        if let Some(device) = self.inner.nccl {
+            write!(f, ", NCCL on {device}")?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -159,18 +186,16 @@ impl Communicator {
     fn start<R: Send + 'static, T>(
         &self,
         mine: Header,
-        data: impl FnOnce(&mpi::topology::SimpleCommunicator, &[[u64; header::WORDS]]) -> R
-        + Send
-        + 'static,
+        data: impl FnOnce(&Group<'_>, &[[u64; header::WORDS]]) -> R + Send + 'static,
         finish: impl FnOnce(R) -> Result<T> + Send + 'static,
     ) -> Result<Pending<T>> {
         let (id, me, size) = (self.inner.id, self.inner.rank, self.inner.size);
         let op = mine.op.name();
         let rx = self.inner.rt.submit(op, move |st| -> Result<Reply> {
-            let comm = st.comm(id);
-            let all = header::exchange(comm, &mine, size);
+            let group = st.group(id);
+            let all = header::exchange(group.mpi, &mine, size);
             header::agree(&mine, &all, me)?;
-            Ok(Box::new(data(comm, &all)))
+            Ok(Box::new(data(&group, &all)))
         })?;
         Ok(Pending {
             rx,
@@ -248,6 +273,8 @@ impl Communicator {
                 id,
                 rank,
                 size,
+                #[cfg(feature = "nccl")]
+                nccl: None,
             }),
         }))
     }

@@ -7,7 +7,11 @@
 //!   calls need nothing from the MPI library's own thread support.
 //! - A job owns its data (elements already copied out of the tensor, a communicator id): it
 //!   never touches a tensor and holds no handle to the runtime, so the runtime is never dropped
-//!   on its own thread.
+//!   on its own thread. (An NCCL call's data is a device copy of the tensor that only the job
+//!   holds, `nccl.rs`.)
+//! - NCCL communicators (feature `nccl`) are made, used and dropped on this thread too, next
+//!   to the MPI communicator they were made with (same id): NCCL's calls are therefore issued
+//!   in the order of the MPI calls, the same order on every rank, which NCCL needs.
 //! - The runtime lives while any handle to it lives ([`Communicator`](super::Communicator)s,
 //!   pending calls). When the last one goes, the queue closes, the thread drops every
 //!   communicator and then the MPI universe, which finalises MPI, and the dropping thread
@@ -17,6 +21,8 @@
 //!   in a collective it will never join, so finalising would hang the whole job; a process
 //!   that ends without it makes `mpirun` end every rank with an error instead.
 
+#[cfg(feature = "nccl")]
+use crate::backend::cuda::nccl::NcclComm;
 use crate::error::{Error, ErrorKind, Result};
 use mpi::environment::{Threading, Universe};
 use mpi::topology::SimpleCommunicator;
@@ -25,11 +31,22 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 
-/// What the MPI thread holds: the communicators by id (0 is the world) and the universe.
-/// Fields drop in order, so every communicator is freed before MPI is finalised.
+/// What the MPI thread holds: the communicators by id (0 is the world), the NCCL
+/// communicators made with some of them, and the universe. Fields drop in order, so every
+/// communicator is freed before MPI is finalised.
 pub(super) struct State {
+    #[cfg(feature = "nccl")]
+    nccl: std::collections::HashMap<usize, NcclComm>,
     comms: Vec<Option<SimpleCommunicator>>,
     _universe: Universe,
+}
+
+/// A communicator as a job sees it: the MPI communicator and, if it was made with NCCL, the
+/// NCCL one.
+pub(super) struct Group<'a> {
+    pub(super) mpi: &'a SimpleCommunicator,
+    #[cfg(feature = "nccl")]
+    pub(super) nccl: Option<&'a NcclComm>,
 }
 
 impl State {
@@ -40,14 +57,31 @@ impl State {
             .expect("a communicator is used only while a handle to it lives")
     }
 
+    /// The communicator `id` with its NCCL communicator, if any.
+    pub(super) fn group(&self, id: usize) -> Group<'_> {
+        Group {
+            mpi: self.comm(id),
+            #[cfg(feature = "nccl")]
+            nccl: self.nccl.get(&id),
+        }
+    }
+
     /// Keeps `comm` and returns its id.
     pub(super) fn insert(&mut self, comm: SimpleCommunicator) -> usize {
         self.comms.push(Some(comm));
         self.comms.len() - 1
     }
 
-    /// Frees the communicator `id` (its last handle is gone).
+    /// Keeps `nccl` with the communicator `id`.
+    #[cfg(feature = "nccl")]
+    pub(super) fn insert_nccl(&mut self, id: usize, nccl: NcclComm) {
+        self.nccl.insert(id, nccl);
+    }
+
+    /// Frees the communicator `id` (its last handle is gone), and its NCCL one.
     pub(super) fn remove(&mut self, id: usize) {
+        #[cfg(feature = "nccl")]
+        self.nccl.remove(&id);
         self.comms[id] = None;
     }
 }
@@ -107,6 +141,8 @@ pub(super) fn start() -> Result<Arc<Runtime>> {
             use mpi::traits::Communicator as _;
             let (rank, size) = (world.rank() as usize, world.size() as usize);
             let mut state = State {
+                #[cfg(feature = "nccl")]
+                nccl: Default::default(),
                 comms: vec![Some(world)],
                 _universe: universe,
             };

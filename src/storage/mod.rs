@@ -77,6 +77,8 @@ pub(crate) use pool::{reserve as reserve_buffer, take as take_buffer};
 
 pub(crate) mod dispatch;
 mod elements_ref;
+#[cfg(feature = "nccl")]
+pub(crate) mod nccl;
 pub use elements_ref::ElementsRef;
 
 /// The elements of a storage, on one device.

@@ -735,3 +735,6 @@ mod ddp {
         );
     }
 }
+
+#[cfg(feature = "nccl")]
+mod nccl;

@@ -16,14 +16,17 @@
 //! | `kernels/select.cu` (via `compute.rs`) | `where`/`masked_fill`/`tril` select, `index_select`/`gather` reads and their adjoint `scatter_add` (indices range-checked on the device before launch; one thread per lane, no atomics), `cumsum`/`cumprod` scans (one thread per lane) |
 //! | `kernels/sort.cu` (via `compute.rs`) | `sort` (and so `argsort`, `topk`): stable, on (entry, position) pairs; tiles of up to 4096 sorted by a bitonic network in shared memory, longer rows by merge passes |
 //! | `error.rs` | driver/NVRTC/cuBLAS codes as [`ErrorKind::Device`](crate::ErrorKind) errors; the first kernel fault of a device, named by every later error |
-//! | `rt.rs` | the seam: every runtime item (context, stream, memory, cuBLAS) from cudarc or from the emulator |
+//! | `nccl.rs` | (feature `nccl`) NCCL's collectives on a contiguous storage's device buffer, for `dist/` |
+//! | `rt.rs` | the seam: every runtime item (context, stream, memory, cuBLAS, NCCL) from cudarc or from the emulator |
 //! | `emu/` | (feature `cuda-emu`) the CPU emulator of that runtime, which runs the kernels as host C++ |
 //!
 //! What a machine needs at run time: the NVIDIA driver (`libcuda.so`) for any CUDA tensor,
 //! NVRTC (`libnvrtc.so.12`, from a CUDA 12 toolkit or `pip install nvidia-cuda-nvrtc-cu12`)
 //! for the kernels, and cuBLAS (`libcublas.so.12`) for matrix products, all on the dynamic
 //! loader's search path. Each is looked for before use; a missing one is an
-//! [`ErrorKind::Device`](crate::ErrorKind) error naming it, never a panic.
+//! [`ErrorKind::Device`](crate::ErrorKind) error naming it, never a panic. With the `nccl`
+//! feature, `Communicator::with_nccl` also needs NCCL (`libnccl.so`, loaded the same way; its
+//! absence is an [`ErrorKind::Distributed`](crate::ErrorKind) error).
 //!
 //! Tested on hardware on an NVIDIA H200 (driver 580.159.04) with NVRTC and cuBLAS 13 from
 //! PyTorch's `nvidia-*` wheels, linked as `libnvrtc.so`, `libcublas.so` and `libcublasLt.so`
@@ -62,6 +65,8 @@ mod emu;
 mod error;
 pub(crate) mod kernels;
 mod launch;
+#[cfg(feature = "nccl")]
+pub(crate) mod nccl;
 // The emulator compiles kernels with the host compiler; NVRTC stays for its compile tests.
 #[cfg_attr(feature = "cuda-emu", allow(dead_code))]
 mod nvrtc;

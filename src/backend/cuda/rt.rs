@@ -1,7 +1,8 @@
 //! The seam between the CUDA backend and the runtime it runs on: cudarc on a real GPU or, with
 //! the `cuda-emu` feature, the CPU emulator of `emu/`. The backend names every runtime item
 //! through this module, so the same host code runs on both; the emulator implements cudarc's
-//! traits and returns cudarc's error types.
+//! traits and returns cudarc's error types. NCCL's items (feature `nccl`) are in the submodule
+//! `nccl`, as in cudarc.
 
 #[cfg(not(feature = "cuda-emu"))]
 pub(crate) use cudarc::cublas::CudaBlas;
@@ -19,6 +20,27 @@ pub(crate) use super::emu::{
 };
 
 pub(crate) use cudarc::driver::{DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+
+/// NCCL's items (feature `nccl`), by cudarc's names: cudarc's, or the emulator's, which
+/// returns cudarc's error type.
+#[cfg(feature = "nccl")]
+pub(crate) mod nccl {
+    pub(crate) use cudarc::nccl::result::NcclError;
+    #[cfg(not(feature = "cuda-emu"))]
+    pub(crate) use cudarc::nccl::{Comm, Id, NcclType, ReduceOp};
+
+    #[cfg(feature = "cuda-emu")]
+    pub(crate) use super::super::emu::nccl::{Comm, Id, NcclType, ReduceOp, last_failure};
+
+    /// Whether libnccl can be loaded (always, for the emulator).
+    pub(crate) fn present() -> bool {
+        #[cfg(feature = "cuda-emu")]
+        return true;
+        // SAFETY: only tries to `dlopen` the candidate library names.
+        #[cfg(not(feature = "cuda-emu"))]
+        return unsafe { cudarc::nccl::sys::is_culib_present() };
+    }
+}
 
 /// Whether the driver library can be loaded (always, for the emulator).
 pub(crate) fn driver_present() -> bool {

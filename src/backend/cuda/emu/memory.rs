@@ -155,6 +155,36 @@ impl<T> CudaSlice<T> {
             marker: PhantomData,
         }
     }
+
+    /// The first `len` elements of `S` of the memory, read-only; `None` if they do not fit.
+    ///
+    /// # Safety
+    /// The bytes must be valid values of `S` where they are read (as with cudarc).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) unsafe fn transmute<S>(&self, len: usize) -> Option<CudaView<'_, S>> {
+        let fits =
+            len.checked_mul(std::mem::size_of::<S>())? <= self.len * std::mem::size_of::<T>();
+        fits.then_some(CudaView {
+            ptr: self.alloc.ptr,
+            len,
+            marker: PhantomData,
+        })
+    }
+
+    /// The first `len` elements of `S` of the memory, writable; `None` if they do not fit.
+    ///
+    /// # Safety
+    /// The bytes must be valid values of `S` where they are read (as with cudarc).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) unsafe fn transmute_mut<S>(&mut self, len: usize) -> Option<CudaViewMut<'_, S>> {
+        let fits =
+            len.checked_mul(std::mem::size_of::<S>())? <= self.len * std::mem::size_of::<T>();
+        fits.then_some(CudaViewMut {
+            ptr: self.alloc.ptr,
+            len,
+            marker: PhantomData,
+        })
+    }
 }
 
 /// A read-only range of a [`CudaSlice`].

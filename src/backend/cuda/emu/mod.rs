@@ -11,6 +11,7 @@
 //! | `memory.rs` | device memory as poisoned host memory between red zones |
 //! | `asan.rs` | the red zones made unaddressable when AddressSanitizer runs |
 //! | `cublas.rs` | a reference strided-batched GEMM with cuBLAS's argument checks |
+//! | `nccl.rs` | (feature `nccl`) NCCL between the processes of one machine, through files |
 //! | `tests.rs` | kernels with the bugs above, and proof that each is reported |
 //!
 //! What it finds: kernels that read elements nobody wrote (poison), write outside their
@@ -31,6 +32,8 @@ mod asan;
 mod cublas;
 mod kernel_build;
 mod memory;
+#[cfg(feature = "nccl")]
+pub(crate) mod nccl;
 mod stream;
 #[cfg(test)]
 mod tests;

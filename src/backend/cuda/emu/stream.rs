@@ -258,6 +258,17 @@ impl CudaStream {
         self.drain(&mut self.lock())
     }
 
+    /// Runs the work issued so far, then `f`, under the stream's lock: `f` sees what that
+    /// work wrote and runs before any work issued after it, as a call issued to a real stream
+    /// would (the emulated NCCL's collectives). The sticky error, if any, instead of `f`.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(super) fn run_now<R>(&self, f: impl FnOnce() -> R) -> Result<R, DriverError> {
+        count_wait();
+        let mut q = self.lock();
+        self.drain(&mut q)?;
+        Ok(f())
+    }
+
     /// Queues the release of `alloc` after the work issued so far.
     pub(super) fn free(&self, alloc: Allocation) {
         let mut q = self.lock();
