@@ -17,8 +17,11 @@ pub mod char_model;
 
 dims! { Batch, Pixels, Hidden, Classes, Channels, Features, Rows, Cols, Flat }
 
+/// Images and their labels.
+type Examples = (Tensor<f32, (Batch, Pixels)>, Tensor<i64, (Batch,)>);
+
 /// Batch 32 of 8×8 images with labels 0..10.
-fn digits() -> (Tensor<f32, (Batch, Pixels)>, Tensor<i64, (Batch,)>) {
+fn digits() -> Examples {
     let x = Tensor::<f32, (Batch, Pixels)>::rand([32, 64], 2);
     let y = Tensor::<i64, (Batch,)>::from_vec((0..32).map(|i| i % 10).collect(), [32]);
     (x, y)
