@@ -9,6 +9,29 @@ import torch.nn.functional as F
 from worker import serve
 
 
+# The char_transformer example's model and batch (examples/char_transformer): vocabulary
+# 96, model 64, 4 heads, hidden 256, 2 causal pre-norm layers, 16 sequences of 64.
+class CharTransformer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(96, 64)
+        self.positions = torch.nn.Embedding(64, 64)
+        self.blocks = torch.nn.ModuleList([
+            torch.nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation="gelu",
+                                             batch_first=True, norm_first=True)
+            for _ in range(2)])
+        self.norm = torch.nn.LayerNorm(64)
+        self.head = torch.nn.Linear(64, 96)
+
+    def forward(self, ids):
+        s = ids.shape[1]
+        x = self.tokens(ids) + self.positions(torch.arange(s))
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(s)
+        for b in self.blocks:
+            x = b(x, src_mask=mask, is_causal=True)
+        return self.head(self.norm(x))
+
+
 def cases():
     torch.manual_seed(0)
     n16 = 16 * 1024 * 1024
@@ -88,28 +111,6 @@ def cases():
 
     table["nn_mlp_adamw_b32_64x128x10"] = train_step(mlp)
     table["nn_cnn_adamw_b32_8x8"] = train_step(cnn)
-
-    # The char_transformer example's model and batch (examples/char_transformer): vocabulary
-    # 96, model 64, 4 heads, hidden 256, 2 causal pre-norm layers, 16 sequences of 64.
-    class CharTransformer(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tokens = torch.nn.Embedding(96, 64)
-            self.positions = torch.nn.Embedding(64, 64)
-            self.blocks = torch.nn.ModuleList([
-                torch.nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation="gelu",
-                                                 batch_first=True, norm_first=True)
-                for _ in range(2)])
-            self.norm = torch.nn.LayerNorm(64)
-            self.head = torch.nn.Linear(64, 96)
-
-        def forward(self, ids):
-            s = ids.shape[1]
-            x = self.tokens(ids) + self.positions(torch.arange(s))
-            mask = torch.nn.Transformer.generate_square_subsequent_mask(s)
-            for b in self.blocks:
-                x = b(x, src_mask=mask, is_causal=True)
-            return self.head(self.norm(x))
 
     ids = torch.randint(0, 96, (16, 65), generator=torch.Generator().manual_seed(0))
     lm = CharTransformer()

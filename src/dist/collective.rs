@@ -107,6 +107,16 @@ fn write_back<E: Element>(t: &DynTensor<E>, v: Vec<E>) -> Result<()> {
     Ok(())
 }
 
+/// The host vector of a buffer found on the CPU before the call (a storage stays on the
+/// device it was made on).
+fn host<E: Element>(b: &mut crate::storage::Buffer<E>) -> &mut Vec<E> {
+    match b {
+        crate::storage::Buffer::Cpu(v) => v,
+        #[cfg(feature = "cuda")]
+        crate::storage::Buffer::Cuda(_) => unreachable!("a storage stays on its device"),
+    }
+}
+
 /// The sizes `tensor_split` gives `parts` parts of `n`: the first `n % parts` one larger.
 pub(super) fn split_sizes(n: usize, parts: usize) -> Vec<usize> {
     (0..parts)
@@ -123,7 +133,67 @@ impl Communicator {
     /// [`ReduceOp::Mean`] on a non-float dtype; a write `t` refuses (a borrowed storage, a
     /// leaf that requires grad).
     pub fn all_reduce_<T: CollectiveTensor>(&self, t: &T, op: ReduceOp) -> Result<()> {
-        self.all_reduce_start(t, op)?.wait()
+        // The caller waits at once, so nothing it does can come between the read and the
+        // write: MPI may work in the tensor's own storage where it can.
+        match self.all_reduce_in_storage_start(t.raw(), op) {
+            Some(pending) => pending?.wait(),
+            None => self.all_reduce_start(t, op)?.wait(),
+        }
+    }
+
+    /// [`Communicator::all_reduce_start`] within `t`'s own storage, or `None` where `t` is not
+    /// a contiguous host tensor of a dtype that is its own wire type: MPI then reads and writes
+    /// the elements on the MPI thread, under the storage's write lock, with no copy where `t`
+    /// is its whole storage and one otherwise, instead of three. The tensor is read and written when the MPI thread gets to
+    /// the call, not when it starts, so only callers that wait at once or own `t` use it.
+    /// A rank whose write is refused when its turn comes (a slice of the storage borrowed
+    /// meanwhile) still takes part, from a copy, and returns the error with `t` unchanged.
+    pub(super) fn all_reduce_in_storage_start<E: Element>(
+        &self,
+        t: &DynTensor<E>,
+        op: ReduceOp,
+    ) -> Option<Result<Pending<()>>> {
+        if t.device() != crate::Device::Cpu
+            || !t.is_contiguous()
+            || !wire::is_own_wire_type(E::DTYPE)
+        {
+            return None;
+        }
+        let name = Op::AllReduce.name();
+        let t = t.shallow_clone();
+        let local = wire::wire_op::<E>(op, name).and_then(|sysop| {
+            crate::autograd::check_inplace(name, &t, false)?;
+            Ok(sysop)
+        });
+        let mean_of = (op == ReduceOp::Mean).then_some(self.size());
+        let mine = header(Op::AllReduce, &t, op as u64, None);
+        Some(self.start_local(
+            mine,
+            local,
+            move |g, _, sysop| {
+                let (off, n) = (t.storage_offset(), t.numel());
+                let storage = t.storage();
+                match storage.write(name) {
+                    Ok(mut guard) => {
+                        wire::all_reduce_in_place(
+                            g.mpi,
+                            host(&mut guard),
+                            off..off + n,
+                            sysop,
+                            mean_of,
+                        );
+                        Ok(())
+                    }
+                    Err(refused) => {
+                        // The others' results need this rank's elements all the same.
+                        let mut copy = storage.read().cpu(name)?[off..off + n].to_vec();
+                        wire::all_reduce_in_place(g.mpi, &mut copy, 0..n, sysop, mean_of);
+                        Err(refused)
+                    }
+                }
+            },
+            Ok,
+        ))
     }
 
     /// [`Communicator::all_reduce_`], returning at once; `t` is written in

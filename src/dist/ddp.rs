@@ -291,19 +291,26 @@ impl<E: Float> Reducer<E> {
         Ok(())
     }
 
-    /// Starts the all-reduce of bucket `b`'s gradients (zeros for a parameter without one).
+    /// Starts the all-reduce of bucket `b`'s gradients (zeros for a parameter without one),
+    /// flattened into one new tensor on their device that only this call holds, so a host
+    /// bucket is reduced within its own storage.
     fn launch(&mut self, b: usize) -> Result<()> {
-        let mut flat: Vec<E> = Vec::new();
-        for &i in &self.buckets[b] {
-            let p = &self.params[i].1;
-            match p.grad() {
-                Some(g) => flat.extend(g.try_to_vec()?),
-                None => flat.extend(std::iter::repeat_n(E::ZERO, p.numel())),
-            }
-        }
-        let n = flat.len();
-        let flat = DynTensor::try_from_vec(flat, &[n])?;
-        let pending = self.comm.all_reduce_start(&flat, ReduceOp::Mean)?;
+        let parts: Vec<DynTensor<E>> = self.buckets[b]
+            .iter()
+            .map(|&i| {
+                let p = &self.params[i].1;
+                match p.grad() {
+                    Some(g) => g.detach().try_reshape(&[-1]),
+                    None => DynTensor::zeros(&[p.numel()]).to_device(p.device()),
+                }
+            })
+            .collect::<Result<_>>()?;
+        let refs: Vec<&DynTensor<E>> = parts.iter().collect();
+        let flat = no_grad(|| DynTensor::try_cat(&refs, 0))?;
+        let pending = match self.comm.all_reduce_in_storage_start(&flat, ReduceOp::Mean) {
+            Some(pending) => pending?,
+            None => self.comm.all_reduce_start(&flat, ReduceOp::Mean)?,
+        };
         self.in_flight.push((b, pending, flat));
         Ok(())
     }

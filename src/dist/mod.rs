@@ -47,7 +47,10 @@
 //!   rounded once), `bool` as `u8` (`Sum`/`Max` mean any, `Min` all), the rest as themselves.
 //!   `Mean` is for float dtypes. `Max`/`Min` of NaN follow the MPI library's comparison.
 //! - A tensor is read when the call starts and written when it completes; gradients and
-//!   autograd do not flow through collectives (as `torch.distributed`).
+//!   autograd do not flow through collectives (as `torch.distributed`). The blocking
+//!   `all_reduce_` of a contiguous host tensor (any dtype but `bool`, `f16`, `bf16`) instead
+//!   lets MPI work in the tensor's storage, which it holds locked meanwhile: other threads'
+//!   operations on that storage wait for the call.
 //! - MPI is finalised when the last communicator and pending call of the process are gone; it
 //!   cannot start again in that process.
 //!

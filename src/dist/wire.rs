@@ -6,7 +6,8 @@
 //!   wherever the `f32` sum is, and is never a sum of raw bits.
 //! - `bool` travels as `u8` (0 or 1): `Sum` and `Max` are "any", `Min` is "all".
 //! - Every other dtype travels as itself; integer sums wrap as MPI's do. A vector already of
-//!   its wire type (`u8`, `f32`, `f64`) is sent as it is, not copied.
+//!   its wire type (`u8`, `f32`, `f64`) is sent as it is, not copied, and a contiguous host
+//!   tensor of such a dtype is reduced from its own storage ([`all_reduce_in_place`]).
 //! - A buffer of more than `i32::MAX` elements is reduced and broadcast in chunks (MPI counts
 //!   are `int`).
 
@@ -20,6 +21,9 @@ use mpi::traits::{Communicator as _, CommunicatorCollectives as _, Root as _};
 
 /// Elements per MPI call: the largest count an `int` holds, rounded down to 2^30.
 const CHUNK: usize = 1 << 30;
+
+/// The bytes of a tensor reduced within its storage per MPI call (`reduce_range`).
+const PIECE_BYTES: usize = 4 << 20;
 
 /// A buffer of elements in their wire type.
 pub(super) enum WireBuf {
@@ -166,6 +170,111 @@ fn all_reduce_vec<W: Equivalence + Copy + Default>(
         comm.all_reduce_into(src, dst, op);
     }
     out
+}
+
+/// Whether `dtype`'s elements are already of their wire type (all but `bool`, `f16` and
+/// `bf16`): MPI can then reduce them where they lie ([`all_reduce_in_place`]).
+pub(super) fn is_own_wire_type(dtype: DType) -> bool {
+    !matches!(dtype, DType::Bool | DType::F16 | DType::BF16)
+}
+
+/// `v[range]` reduced by `op` across the ranks, written into itself (returned).
+///
+/// MPI reads the range where it lies and writes the result into a pooled buffer, a piece of
+/// [`PIECE_BYTES`] per call, so each piece's reduction runs in the cache (one call over a
+/// large buffer streams it through memory several times: BENCHMARKS.md, session 17). Where
+/// the range is the whole storage the buffers then trade places, so no element is copied;
+/// otherwise the result is copied into the range.
+#[allow(clippy::ptr_arg)] // a `Vec`, not a slice: `Any` downcasts sized types only
+fn reduce_range<'v, W: Equivalence + Copy + 'static, E: 'static>(
+    comm: &SimpleCommunicator,
+    v: &'v mut Vec<E>,
+    range: std::ops::Range<usize>,
+    op: WireOp,
+) -> &'v mut [W] {
+    use mpi::raw::AsRaw;
+    let any: &mut dyn std::any::Any = v;
+    let Some(v) = any.downcast_mut::<Vec<W>>() else {
+        unreachable!("the caller checked that the element is its own wire type")
+    };
+    let n = range.len();
+    let piece = (PIECE_BYTES / std::mem::size_of::<W>().max(1)).max(1);
+    let mut out = crate::storage::take_buffer::<W>(n);
+    let (datatype, sysop) = (W::equivalent_datatype(), op.system());
+    for (k, src) in v[range.clone()].chunks(piece).enumerate() {
+        // SAFETY: `out` has room for `n` elements and `src` is the range's piece `k`, so MPI
+        // writes `src.len()` (at most `piece`, which fits an `int`) elements inside that room
+        // and reads none of them; `src` is initialised memory that MPI only reads, and
+        // neither buffer is touched by anything else while the call runs (the caller holds
+        // the storage's write lock, `out` is this function's).
+        unsafe {
+            mpi::ffi::MPI_Allreduce(
+                src.as_ptr().cast(),
+                out.as_mut_ptr().add(k * piece).cast(),
+                src.len() as std::os::raw::c_int,
+                datatype.as_raw(),
+                sysop.as_raw(),
+                comm.as_raw(),
+            );
+        }
+    }
+    // SAFETY: the calls above wrote every one of the `n` elements (MPI_Allreduce returns only
+    // after its receive buffer is complete; errors abort the job, MPI's default).
+    unsafe { out.set_len(n) };
+    if range == (0..v.len()) {
+        std::mem::swap(v, &mut out);
+        crate::storage::give_buffer(out);
+        &mut v[..]
+    } else {
+        let s = &mut v[range];
+        s.copy_from_slice(&out);
+        crate::storage::give_buffer(out);
+        s
+    }
+}
+
+/// [`all_reduce`] of `v[range]` into itself, for an element type of its own wire type
+/// ([`is_own_wire_type`]); a mean divides by `mean_of` ranks after the sum.
+#[allow(clippy::ptr_arg)] // as `reduce_range`
+pub(super) fn all_reduce_in_place<E: Element>(
+    comm: &SimpleCommunicator,
+    v: &mut Vec<E>,
+    range: std::ops::Range<usize>,
+    op: WireOp,
+    mean_of: Option<usize>,
+) {
+    match E::DTYPE {
+        DType::U8 => {
+            reduce_range::<u8, E>(comm, v, range, op);
+        }
+        DType::I8 => {
+            reduce_range::<i8, E>(comm, v, range, op);
+        }
+        DType::I16 => {
+            reduce_range::<i16, E>(comm, v, range, op);
+        }
+        DType::I32 => {
+            reduce_range::<i32, E>(comm, v, range, op);
+        }
+        DType::I64 => {
+            reduce_range::<i64, E>(comm, v, range, op);
+        }
+        DType::F32 => {
+            let s = reduce_range::<f32, E>(comm, v, range, op);
+            if let Some(n) = mean_of {
+                s.iter_mut().for_each(|x| *x /= n as f32);
+            }
+        }
+        DType::F64 => {
+            let s = reduce_range::<f64, E>(comm, v, range, op);
+            if let Some(n) = mean_of {
+                s.iter_mut().for_each(|x| *x /= n as f64);
+            }
+        }
+        DType::Bool | DType::F16 | DType::BF16 => {
+            unreachable!("the caller checked that the element is its own wire type")
+        }
+    }
 }
 
 /// Every rank's `buf` reduced by `op`, on every rank.

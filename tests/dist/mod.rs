@@ -101,6 +101,37 @@ fn all_reduce_every_op<E: Element>(world: &Communicator, dev: Device) {
     }
 }
 
+/// Writes that one rank refuses. A leaf that requires grad is refused before the exchange, so
+/// every rank gets an error and no tensor changes. A borrowed storage is found only when the
+/// call's turn comes (a contiguous host tensor is reduced within its storage): that rank
+/// still sends its elements and gets the error with its tensor unchanged, and the others get
+/// the whole sum.
+fn refused_writes(world: &Communicator) {
+    let (me, size) = (world.rank(), world.size());
+    let mine = vec![me as f32 + 1.0; 4];
+    let t = DynTensor::from_vec(mine.clone(), &[4]).requires_grad_(me == 0);
+    let e = world.all_reduce_(&t, ReduceOp::Sum).unwrap_err();
+    if me == 0 {
+        assert_eq!(e.kind(), ErrorKind::Autograd, "{e}");
+    } else {
+        assert_eq!(e.kind(), ErrorKind::Distributed, "{e}");
+        assert!(e.to_string().contains("rank(s) 0"), "{e}");
+    }
+    assert_eq!(t.to_vec(), mine);
+
+    let t = DynTensor::from_vec(mine.clone(), &[4]);
+    let borrowed = (me == 0).then(|| t.as_slice().unwrap());
+    let r = world.all_reduce_(&t, ReduceOp::Sum);
+    if me == 0 {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Borrowed, "{e}");
+        assert_eq!(&*borrowed.unwrap(), mine.as_slice());
+    } else {
+        r.unwrap();
+        assert_eq!(t.to_vec(), vec![(size * (size + 1) / 2) as f32; 4]);
+    }
+}
+
 /// broadcast_ from every root, into a view.
 fn broadcast_from_every_root<E: Element>(world: &Communicator) {
     let (me, size) = (world.rank(), world.size());
@@ -350,6 +381,7 @@ fn collectives_across_ranks() {
         all_reduce_every_op::<half::bf16>(&world, Device::Cuda(0));
     }
     mismatches_are_errors_on_every_rank(&world);
+    refused_writes(&world);
     split_groups(&world);
     overlapping_calls(&world);
     ddp::steps_match_one_process(&world);
