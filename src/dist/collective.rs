@@ -117,6 +117,15 @@ fn host<E: Element>(b: &mut crate::storage::Buffer<E>) -> &mut Vec<E> {
     }
 }
 
+/// [`host`], read-only.
+fn host_ref<E: Element>(b: &crate::storage::Buffer<E>) -> &[E] {
+    match b {
+        crate::storage::Buffer::Cpu(v) => v,
+        #[cfg(feature = "cuda")]
+        crate::storage::Buffer::Cuda(_) => unreachable!("a storage stays on its device"),
+    }
+}
+
 /// The sizes `tensor_split` gives `parts` parts of `n`: the first `n % parts` one larger.
 pub(super) fn split_sizes(n: usize, parts: usize) -> Vec<usize> {
     (0..parts)
@@ -160,19 +169,18 @@ impl Communicator {
             return None;
         }
         let name = Op::AllReduce.name();
-        let t = t.shallow_clone();
         let local = wire::wire_op::<E>(op, name).and_then(|sysop| {
-            crate::autograd::check_inplace(name, &t, false)?;
+            crate::autograd::check_inplace(name, t, false)?;
             Ok(sysop)
         });
         let mean_of = (op == ReduceOp::Mean).then_some(self.size());
-        let mine = header(Op::AllReduce, &t, op as u64, None);
+        let mine = header(Op::AllReduce, t, op as u64, None);
+        // The MPI thread gets the storage and the range, not the tensor (runtime.rs).
+        let (storage, off, n) = (t.storage().clone(), t.storage_offset(), t.numel());
         Some(self.start_local(
             mine,
             local,
             move |g, _, sysop| {
-                let (off, n) = (t.storage_offset(), t.numel());
-                let storage = t.storage();
                 match storage.write(name) {
                     Ok(mut guard) => {
                         wire::all_reduce_in_place(
@@ -186,7 +194,7 @@ impl Communicator {
                     }
                     Err(refused) => {
                         // The others' results need this rank's elements all the same.
-                        let mut copy = storage.read().cpu(name)?[off..off + n].to_vec();
+                        let mut copy = host_ref(&storage.read())[off..off + n].to_vec();
                         wire::all_reduce_in_place(g.mpi, &mut copy, 0..n, sysop, mean_of);
                         Err(refused)
                     }
@@ -194,6 +202,28 @@ impl Communicator {
             },
             Ok,
         ))
+    }
+
+    /// The all-reduce of a tensor of `shape` on `device` that this rank could not make (its
+    /// error `e`): the header goes out marked failed, so every rank's call returns an error
+    /// and this rank's `wait` returns `e`.
+    pub(super) fn all_reduce_failed_start<E: Element>(
+        &self,
+        shape: &[usize],
+        device: crate::Device,
+        op: ReduceOp,
+        e: Error,
+    ) -> Result<Pending<()>> {
+        let mine = Header {
+            op: Op::AllReduce,
+            dtype: Some(E::DTYPE),
+            arg: op as u64,
+            failed: true,
+            shape: shape.to_vec(),
+            axis: None,
+            device: Some(device),
+        };
+        self.start_local(mine, Err::<(), _>(e), |_, _, ()| Ok(()), Ok)
     }
 
     /// [`Communicator::all_reduce_`], returning at once; `t` is written in

@@ -293,9 +293,12 @@ impl<E: Float> Reducer<E> {
 
     /// Starts the all-reduce of bucket `b`'s gradients (zeros for a parameter without one),
     /// flattened into one new tensor on their device that only this call holds, so a host
-    /// bucket is reduced within its own storage.
+    /// bucket is reduced within its own storage. Where the flattening fails on this rank
+    /// (out of memory), the call still goes out, marked failed, so that every rank's
+    /// backward returns the error instead of the others waiting for this rank.
     fn launch(&mut self, b: usize) -> Result<()> {
-        let parts: Vec<DynTensor<E>> = self.buckets[b]
+        let members = &self.buckets[b];
+        let flat = members
             .iter()
             .map(|&i| {
                 let p = &self.params[i].1;
@@ -304,12 +307,27 @@ impl<E: Float> Reducer<E> {
                     None => DynTensor::zeros(&[p.numel()]).to_device(p.device()),
                 }
             })
-            .collect::<Result<_>>()?;
-        let refs: Vec<&DynTensor<E>> = parts.iter().collect();
-        let flat = no_grad(|| DynTensor::try_cat(&refs, 0))?;
-        let pending = match self.comm.all_reduce_in_storage_start(&flat, ReduceOp::Mean) {
-            Some(pending) => pending?,
-            None => self.comm.all_reduce_start(&flat, ReduceOp::Mean)?,
+            .collect::<Result<Vec<DynTensor<E>>>>()
+            .and_then(|parts| {
+                let refs: Vec<&DynTensor<E>> = parts.iter().collect();
+                no_grad(|| DynTensor::try_cat(&refs, 0))
+            });
+        let (pending, flat) = match flat {
+            Ok(flat) => {
+                let pending = match self.comm.all_reduce_in_storage_start(&flat, ReduceOp::Mean) {
+                    Some(pending) => pending?,
+                    None => self.comm.all_reduce_start(&flat, ReduceOp::Mean)?,
+                };
+                (pending, flat)
+            }
+            Err(e) => {
+                let n = members.iter().map(|&i| self.params[i].1.numel()).sum();
+                let device = self.params[members[0]].1.device();
+                let pending =
+                    self.comm
+                        .all_reduce_failed_start::<E>(&[n], device, ReduceOp::Mean, e)?;
+                (pending, DynTensor::zeros(&[0]))
+            }
         };
         self.in_flight.push((b, pending, flat));
         Ok(())

@@ -24,6 +24,15 @@
 //! - No host thread waits for the device: NCCL's call, the write-back and later work are
 //!   ordered by the device's stream. An NCCL failure the device reports later (a peer gone)
 //!   surfaces from a later operation on the device.
+//!
+//! # Limits (not yet handled; none can be seen without a GPU)
+//! - A rank whose data phase fails after the headers agreed (a device allocation for
+//!   `all_gather`'s or `reduce_scatter`'s output, or `i16`'s widening, out of memory; an
+//!   error returned by NCCL's call) returns its error, but the other ranks' NCCL kernels wait
+//!   for it on their devices, and their next synchronisation hangs. The fix is to make those
+//!   allocations before the exchange, so that a failure is marked in the header.
+//! - `with_nccl` checks what it can before NCCL's rendezvous (libnccl present, the device),
+//!   but a rank that fails inside `ncclCommInitRank` leaves the others in it.
 
 use super::collective::{header, split_sizes};
 use super::header::{self, Header, Op, WORDS};

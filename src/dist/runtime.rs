@@ -8,7 +8,9 @@
 //! - A job owns its data (elements already copied out of the tensor, a communicator id): it
 //!   never touches a tensor and holds no handle to the runtime, so the runtime is never dropped
 //!   on its own thread. (An NCCL call's data is a device copy of the tensor that only the job
-//!   holds, `nccl.rs`.)
+//!   holds, `nccl.rs`. A blocking all-reduce from a tensor's storage holds a handle to that
+//!   storage and a range of it, which it reads and writes under the storage's write lock:
+//!   no autograd state, no tensor.)
 //! - NCCL communicators (feature `nccl`) are made, used and dropped on this thread too, next
 //!   to the MPI communicator they were made with (same id): NCCL's calls are therefore issued
 //!   in the order of the MPI calls, the same order on every rank, which NCCL needs.

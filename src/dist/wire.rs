@@ -8,8 +8,9 @@
 //! - Every other dtype travels as itself; integer sums wrap as MPI's do. A vector already of
 //!   its wire type (`u8`, `f32`, `f64`) is sent as it is, not copied, and a contiguous host
 //!   tensor of such a dtype is reduced from its own storage ([`all_reduce_in_place`]).
-//! - A buffer of more than `i32::MAX` elements is reduced and broadcast in chunks (MPI counts
-//!   are `int`).
+//! - A buffer of more than `i32::MAX` elements is broadcast in chunks (MPI counts are
+//!   `int`). An all-reduce goes in pieces of 4 MiB, on every path and every rank alike
+//!   ([`piece`]), so ranks that read their tensors differently still make the same calls.
 
 use super::ReduceOp;
 use crate::dtype::{DType, Element};
@@ -22,8 +23,16 @@ use mpi::traits::{Communicator as _, CommunicatorCollectives as _, Root as _};
 /// Elements per MPI call: the largest count an `int` holds, rounded down to 2^30.
 const CHUNK: usize = 1 << 30;
 
-/// The bytes of a tensor reduced within its storage per MPI call (`reduce_range`).
+/// The bytes an all-reduce hands MPI per call.
 const PIECE_BYTES: usize = 4 << 20;
+
+/// The elements of `W` an all-reduce hands MPI per call, whichever path a rank takes (from
+/// the storage or from a wire buffer): the calls' counts follow from the wire type and the
+/// element count alone, which the header makes equal on every rank, so the ranks' calls
+/// always match.
+fn piece<W>() -> usize {
+    (PIECE_BYTES / std::mem::size_of::<W>().max(1)).max(1)
+}
 
 /// A buffer of elements in their wire type.
 pub(super) enum WireBuf {
@@ -166,7 +175,8 @@ fn all_reduce_vec<W: Equivalence + Copy + Default>(
     op: SystemOperation,
 ) -> Vec<W> {
     let mut out = vec![W::default(); v.len()];
-    for (src, dst) in v.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+    let piece = piece::<W>();
+    for (src, dst) in v.chunks(piece).zip(out.chunks_mut(piece)) {
         comm.all_reduce_into(src, dst, op);
     }
     out
@@ -180,8 +190,8 @@ pub(super) fn is_own_wire_type(dtype: DType) -> bool {
 
 /// `v[range]` reduced by `op` across the ranks, written into itself (returned).
 ///
-/// MPI reads the range where it lies and writes the result into a pooled buffer, a piece of
-/// [`PIECE_BYTES`] per call, so each piece's reduction runs in the cache (one call over a
+/// MPI reads the range where it lies and writes the result into a pooled buffer, a
+/// [`piece`] per call, so each piece's reduction runs in the cache (one call over a
 /// large buffer streams it through memory several times: BENCHMARKS.md, session 17). Where
 /// the range is the whole storage the buffers then trade places, so no element is copied;
 /// otherwise the result is copied into the range.
@@ -198,7 +208,7 @@ fn reduce_range<'v, W: Equivalence + Copy + 'static, E: 'static>(
         unreachable!("the caller checked that the element is its own wire type")
     };
     let n = range.len();
-    let piece = (PIECE_BYTES / std::mem::size_of::<W>().max(1)).max(1);
+    let piece = piece::<W>();
     let mut out = crate::storage::take_buffer::<W>(n);
     let (datatype, sysop) = (W::equivalent_datatype(), op.system());
     for (k, src) in v[range.clone()].chunks(piece).enumerate() {
@@ -207,7 +217,7 @@ fn reduce_range<'v, W: Equivalence + Copy + 'static, E: 'static>(
         // and reads none of them; `src` is initialised memory that MPI only reads, and
         // neither buffer is touched by anything else while the call runs (the caller holds
         // the storage's write lock, `out` is this function's).
-        unsafe {
+        let rc = unsafe {
             mpi::ffi::MPI_Allreduce(
                 src.as_ptr().cast(),
                 out.as_mut_ptr().add(k * piece).cast(),
@@ -215,11 +225,17 @@ fn reduce_range<'v, W: Equivalence + Copy + 'static, E: 'static>(
                 datatype.as_raw(),
                 sysop.as_raw(),
                 comm.as_raw(),
-            );
+            )
+        };
+        if rc != mpi::ffi::MPI_SUCCESS as std::os::raw::c_int {
+            // MPI's default handler aborts before this; under another handler a failed
+            // collective leaves the ranks out of step, and no rank can go on.
+            eprintln!("namedtensor: MPI_Allreduce failed with error code {rc}; aborting");
+            std::process::abort();
         }
     }
-    // SAFETY: the calls above wrote every one of the `n` elements (MPI_Allreduce returns only
-    // after its receive buffer is complete; errors abort the job, MPI's default).
+    // SAFETY: the calls above returned MPI_SUCCESS, so each wrote its piece: every one of
+    // the `n` elements is initialised.
     unsafe { out.set_len(n) };
     if range == (0..v.len()) {
         std::mem::swap(v, &mut out);

@@ -73,7 +73,10 @@ pub fn release_buffer_pool() {
     #[cfg(feature = "cuda")]
     crate::backend::cuda::device::release_cached_memory();
 }
-pub(crate) use pool::{give as give_buffer, reserve as reserve_buffer, take as take_buffer};
+/// Hands a buffer back to the pool (for `dist`'s all-reduce, the one user outside storage).
+#[cfg(feature = "mpi")]
+pub(crate) use pool::give as give_buffer;
+pub(crate) use pool::{reserve as reserve_buffer, take as take_buffer};
 
 pub(crate) mod dispatch;
 mod elements_ref;

@@ -132,6 +132,26 @@ fn refused_writes(world: &Communicator) {
     }
 }
 
+/// Ranks that hold their tensors differently (contiguous on even ranks: reduced from the
+/// storage; a transposed view on odd ones: through a wire buffer) still make the same MPI
+/// calls, over more than one 4 MiB piece.
+fn mixed_layouts(world: &Communicator) {
+    let (me, size) = (world.rank(), world.size());
+    let n = 1100; // 1100² f32: 4.6 MiB, two pieces
+    let t = DynTensor::<f32>::full(&[n, n], me as f32 + 1.0);
+    let t = if me % 2 == 0 {
+        t
+    } else {
+        t.transpose(0, 1).contiguous().transpose(0, 1)
+    };
+    assert_eq!(t.is_contiguous(), me % 2 == 0);
+    world.all_reduce_(&t, ReduceOp::Sum).unwrap();
+    let want = (size * (size + 1) / 2) as f32;
+    assert!(t.to_vec().iter().all(|&x| x == want));
+    world.all_reduce_(&t, ReduceOp::Mean).unwrap();
+    assert!(t.to_vec().iter().all(|&x| x == want));
+}
+
 /// broadcast_ from every root, into a view.
 fn broadcast_from_every_root<E: Element>(world: &Communicator) {
     let (me, size) = (world.rank(), world.size());
@@ -382,6 +402,7 @@ fn collectives_across_ranks() {
     }
     mismatches_are_errors_on_every_rank(&world);
     refused_writes(&world);
+    mixed_layouts(&world);
     split_groups(&world);
     overlapping_calls(&world);
     ddp::steps_match_one_process(&world);

@@ -209,6 +209,17 @@ pub(crate) struct NcclComm {
     size: usize,
 }
 
+impl Drop for NcclComm {
+    /// cudarc's `Comm` aborts the communicator when dropped (`ncclCommAbort`), which would cut
+    /// short a collective still queued on the stream (`wait` returns once NCCL's call is
+    /// issued, not done): the stream is drained first, so nothing of this communicator is in
+    /// flight when it goes. A failure to drain is the device's own error, which its next
+    /// operation reports; the abort goes ahead.
+    fn drop(&mut self) {
+        let _ = self.device.synchronize("drop NCCL communicator");
+    }
+}
+
 impl std::fmt::Debug for NcclComm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "NcclComm({}, {} ranks)", self.device.device(), self.size)

@@ -254,6 +254,8 @@ pub(crate) struct Comm {
     dir: PathBuf,
     /// The number of the next call (0 was the rendezvous of `from_rank`).
     next: Cell<u64>,
+    /// A call failed: every later one fails ([`Comm::exchange`]).
+    broken: Cell<bool>,
     timeout: Duration,
 }
 
@@ -303,6 +305,7 @@ impl Comm {
             world_size,
             dir,
             next: Cell::new(0),
+            broken: Cell::new(false),
             timeout,
         };
         let init = Call {
@@ -380,8 +383,26 @@ impl Comm {
         }
     }
 
-    /// Posts this rank's `data` for `call` and returns every rank's, in rank order.
+    /// Posts this rank's `data` for `call` and returns every rank's, in rank order. After a
+    /// failed call every later one fails too (real NCCL's communicator is unusable after an
+    /// error): the ranks' call numbers no longer line up, and a later call could otherwise
+    /// read another call's files.
     fn exchange(&self, call: Call, data: Vec<u8>) -> Result<Vec<Vec<u8>>, NcclError> {
+        if self.broken.get() {
+            return Err(fail(
+                ncclResult_t::ncclInvalidUsage,
+                format!(
+                    "an earlier call of this communicator failed on rank {} of {}; make a new                      communicator",
+                    self.rank, self.world_size
+                ),
+            ));
+        }
+        let done = self.exchange_once(call, data);
+        self.broken.set(done.is_err());
+        done
+    }
+
+    fn exchange_once(&self, call: Call, data: Vec<u8>) -> Result<Vec<Vec<u8>>, NcclError> {
         let k = self.next.get();
         if let Some(old) = k.checked_sub(2) {
             let _ = std::fs::remove_file(self.file(old, self.rank));
