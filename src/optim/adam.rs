@@ -11,7 +11,7 @@ use crate::tensor::DynTensor;
 /// [`Adam`]'s options, PyTorch's names and defaults. [`AdamConfig::adamw`] gives AdamW's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamConfig {
-    /// The learning rate, finite and positive (1e-3).
+    /// The learning rate, finite and ≥ 0 (1e-3).
     pub lr: f64,
     /// The decay rates of the first and second moment estimates, each in `[0, 1)`.
     pub betas: (f64, f64),
@@ -84,7 +84,7 @@ impl<E: Float> Adam<E> {
     ///
     /// # Errors
     /// [`ErrorKind`](crate::ErrorKind)`::InvalidArgument` naming the option and its value
-    /// for a learning rate that is not a finite number > 0, a beta outside `[0, 1)`, an `eps`
+    /// for a learning rate that is not a finite number ≥ 0, a beta outside `[0, 1)`, an `eps`
     /// or weight decay that is not a finite number ≥ 0; and naming the parameter, for one
     /// that does not require grad.
     pub fn try_new(params: Vec<Parameter<E>>, config: AdamConfig) -> Result<Self> {

@@ -48,7 +48,8 @@ pub trait Optimizer {
     fn zero_grad(&self);
     /// The current learning rate.
     fn lr(&self) -> f64;
-    /// Sets the learning rate (what schedules do); an error unless it is positive and finite.
+    /// Sets the learning rate (what schedules do); an error unless it is finite and ≥ 0 (0,
+    /// as in PyTorch, is where a cosine schedule with `eta_min = 0` ends).
     fn set_lr(&mut self, lr: f64) -> Result<()>;
 }
 
@@ -83,8 +84,8 @@ fn check_lr(op: &'static str, lr: f64) -> Result<()> {
         op,
         "the learning rate lr",
         lr,
-        lr > 0.0 && lr.is_finite(),
-        "must be a finite number > 0",
+        lr >= 0.0 && lr.is_finite(),
+        "must be a finite number ≥ 0",
     )
 }
 

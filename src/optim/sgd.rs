@@ -11,7 +11,7 @@ use crate::tensor::DynTensor;
 /// [`Sgd`]'s options, PyTorch's names and defaults (`lr` has none there; 0.01 here).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SgdConfig {
-    /// The learning rate, finite and positive.
+    /// The learning rate, finite and ≥ 0.
     pub lr: f64,
     /// The momentum factor, finite and ≥ 0.
     pub momentum: f64,

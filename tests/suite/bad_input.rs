@@ -514,6 +514,25 @@ fn window_sizes_and_schedules_that_overflow_are_errors() {
         assert_eq!(opt.lr(), 0.5, "t_max = {t_max}");
         assert_eq!(s.last_epoch(), 3);
     }
+
+    // With eta_min = 0 the schedule ends at a rate of 0, which an optimiser accepts (as
+    // PyTorch's do); beyond t_max it climbs again: (1 + cos(5π/4)) / 2 · 0.5 at epoch 5.
+    let fc = Linear::<Rows, Cols>::new(2, 2, 0);
+    let config = AdamConfig {
+        lr: 0.5,
+        ..AdamConfig::adamw()
+    };
+    let mut opt = Adam::new(fc.parameters(), config);
+    let mut s = CosineAnnealingLr::new(&mut opt, 4, 0.0).unwrap();
+    for _ in 0..4 {
+        s.step(&mut opt).unwrap();
+    }
+    assert!(opt.lr().abs() < 1e-15, "{}", opt.lr());
+    opt.step().unwrap();
+    s.step(&mut opt).unwrap();
+    let want = 0.5 * (1.0 + (5.0 * std::f64::consts::PI / 4.0).cos()) / 2.0;
+    assert!((opt.lr() - want).abs() < 1e-12, "{} vs {want}", opt.lr());
+    assert!(Adam::try_new(fc.parameters(), AdamConfig { lr: 0.0, ..config }).is_ok());
 }
 
 /// `len` items that are their own indices (nothing is stored); the length can change
@@ -613,7 +632,7 @@ fn optimiser_and_schedule_options_must_be_finite_and_messages_say_what_is_wrong(
         let words = [
             "SGD:",
             "learning rate",
-            &format!("= {v} must be a finite number > 0"),
+            &format!("= {v} must be a finite number ≥ 0"),
         ];
         assert_error(e, ErrorKind::InvalidArgument, &words);
     }
@@ -708,7 +727,7 @@ fn optimiser_and_schedule_options_must_be_finite_and_messages_say_what_is_wrong(
     assert_error(
         e,
         ErrorKind::InvalidArgument,
-        &["learning rate lr = inf must be a finite number > 0"],
+        &["learning rate lr = inf must be a finite number ≥ 0"],
     );
     assert_eq!(opt.lr(), 0.5);
     let e = clip_grad_norm_(&fc.parameters(), nan);

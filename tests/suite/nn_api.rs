@@ -252,7 +252,13 @@ fn classification_losses_reject_bad_labels_clearly() {
 #[test]
 fn optimisers_reject_bad_options_and_frozen_parameters() {
     let fc = Linear::<In, Out>::new(2, 2, 0);
-    for lr in [0.0, -1.0, f64::NAN] {
+    // A rate of 0 is allowed (as in PyTorch: where a cosine schedule to eta_min = 0 ends).
+    let zero = SgdConfig {
+        lr: 0.0,
+        ..SgdConfig::default()
+    };
+    assert!(Sgd::try_new(fc.parameters(), zero).is_ok());
+    for lr in [-1.0, f64::NAN, f64::INFINITY] {
         let err = Sgd::try_new(
             fc.parameters(),
             SgdConfig {
