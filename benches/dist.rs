@@ -162,14 +162,8 @@ fn allreduce_raw() {
 }
 
 fn ddp(world: &Communicator) {
-    use training_steps::char_model::{Batch, CharTransformer, Seq, Sizes, Vocab};
-    let sizes = Sizes {
-        model: 64,
-        heads: 4,
-        hidden: 256,
-        context: 64,
-        layers: 2,
-    };
+    use training_steps::char_model::{Batch, CharTransformer, Seq, Vocab};
+    let sizes = training_steps::TRANSFORMER_SIZES;
     // This rank's 16 sequences (each rank its own).
     let ids = DynTensor::<i64>::randint(0, 96, &[16, 65], world.rank() as u64);
     let x: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 0, 64).refine_names();

@@ -74,18 +74,21 @@ pub fn cnn() -> impl FnMut() {
     }
 }
 
-/// `nn_transformer_adamw_b16_s64_m64`: the char_transformer model (2 layers, model 64, 4
-/// heads, hidden 256), batch 16 of 64 tokens.
+/// The char_transformer model's sizes in the `nn_transformer` cases (here and `benches/dist`):
+/// 2 layers, model 64, 4 heads, hidden 256, sequences of 64.
+pub const TRANSFORMER_SIZES: char_model::Sizes = char_model::Sizes {
+    model: 64,
+    heads: 4,
+    hidden: 256,
+    context: 64,
+    layers: 2,
+};
+
+/// `nn_transformer_adamw_b16_s64_m64`: the char_transformer model ([`TRANSFORMER_SIZES`]),
+/// batch 16 of 64 tokens.
 pub fn transformer() -> impl FnMut() {
-    use char_model::{Batch, CharTransformer, Seq, Sizes, Vocab};
-    let sizes = Sizes {
-        model: 64,
-        heads: 4,
-        hidden: 256,
-        context: 64,
-        layers: 2,
-    };
-    let lm = CharTransformer::<f32>::new(sizes, 0);
+    use char_model::{Batch, CharTransformer, Seq, Vocab};
+    let lm = CharTransformer::<f32>::new(TRANSFORMER_SIZES, 0);
     let mut opt = Adam::new(lm.parameters(), AdamConfig::adamw());
     let ids = DynTensor::<i64>::randint(0, 96, &[16, 65], 0);
     let x: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 0, 64).refine_names();

@@ -304,7 +304,7 @@ impl<E: Float> Reducer<E> {
                 let p = &self.params[i].1;
                 match p.grad() {
                     Some(g) => g.detach().try_reshape(&[-1]),
-                    None => DynTensor::zeros(&[p.numel()]).to_device(p.device()),
+                    None => DynTensor::zeros_on(&[p.numel()], p.device()),
                 }
             })
             .collect::<Result<Vec<DynTensor<E>>>>()
