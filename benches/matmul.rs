@@ -1,4 +1,4 @@
-//! Matrix products: `DynTensor::matmul` against `gemm::gemm` called directly on the same
+//! Matrix products: `DynTensor::matmul` against gemm's kernel called directly on the same
 //! data (the baseline; target ≥ 95 % of its speed), f32 and f64, n = 256, 1024, 2048, on 1
 //! and 2 threads.
 //!

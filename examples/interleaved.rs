@@ -1,4 +1,4 @@
-//! Interleaved timings for noisy machines: `DynTensor::matmul` against `gemm::gemm` called
+//! Interleaved timings for noisy machines: `DynTensor::matmul` against gemm's kernel called
 //! directly, `t().contiguous()` of a 4096² f32 matrix, and sums over either dim of a 4096² f32
 //! against a read loop over a copy of the same matrix (AVX-512 where the CPU has it). The two matmul variants alternate
 //! and each keeps its best time, so a busy neighbour slows both alike; criterion's means
@@ -43,6 +43,18 @@ fn matmul<E: Float>(name: &str, n: usize, reps: usize) {
             direct = direct.min(best(1, || gemm_direct(&pool, n, &va, &vb, &mut out)));
             ours = ours.min(best(1, || drop(std::hint::black_box(a.matmul(&b)))));
         }
+        // The baseline computes the same product (it calls gemm's kernel by hand).
+        let ours_values = a.matmul(&b).to_vec();
+        let scale = ours_values.iter().map(|v| v.to_f64().abs()).fold(1.0, f64::max);
+        let worst = out
+            .iter()
+            .zip(&ours_values)
+            .map(|(p, q)| (p.to_f64() - q.to_f64()).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst <= 1e-3 * scale,
+            "the gemm baseline and matmul differ by {worst} (largest value {scale})"
+        );
         let gflops = |s: f64| 2.0 * (n as f64).powi(3) / s / 1e9;
         println!(
             "matmul {name} n={n} {threads}t: gemm {:.3} ms ({:.0} GFLOP/s), namedtensor {:.3} ms \

@@ -1,6 +1,6 @@
 // The attention example of "Tensor Considered Harmful", at the type level: with `Batch`
 // masked, every step names only the dims it works on.
-use namedtensor::named::{names, Broadcast, Contract, HasDim, MaskTo, Rename};
+use namedtensor::named::{Broadcast, Contract, HasDim, MaskTo, Rename, names};
 
 namedtensor::dims! { Batch, SeqLen, InHid, OutHid }
 
@@ -29,5 +29,8 @@ fn main() {
     type RtOut = <Rt as Rename<InHid, OutHid, P>>::Out;
     assert_eq!(names::<RtOut>(), ["OutHid"]);
     let plan = <Ym as Contract<SeqLen, At, P, P>>::PLAN;
-    assert_eq!((plan.batch, plan.lhs_free, plan.contracted, plan.rhs_free), (1, 1, 1, 0));
+    assert_eq!(
+        (plan.batch, plan.lhs_free, plan.contracted, plan.rhs_free),
+        (1, 1, 1, 0)
+    );
 }

@@ -1,8 +1,8 @@
 // Generic named code: each operation is stated once as a bound in user terms, and the
 // result's dims are that bound's `Out`.
+use namedtensor::Tensor;
 use namedtensor::named::{Contract, Dim, HasDim, ReduceOver, Shape};
 use namedtensor::nn::{Linear, LinearOut};
-use namedtensor::Tensor;
 
 namedtensor::dims! { Batch, Seq, Query, Key, Hidden, Classes }
 
@@ -23,7 +23,10 @@ where
 }
 
 /// Attention scores over any hidden dim, with any batch dims around it.
-fn scores<Q, K, H>(q: &Tensor<f32, Q>, k: &Tensor<f32, K>) -> Tensor<f32, <Q as Contract<H, K>>::Out>
+fn scores<Q, K, H>(
+    q: &Tensor<f32, Q>,
+    k: &Tensor<f32, K>,
+) -> Tensor<f32, <Q as Contract<H, K>>::Out>
 where
     Q: Contract<H, K, Private = ()>,
     K: Shape,
@@ -43,7 +46,9 @@ impl<In: Dim, Out: Dim> Layer<In, Out> {
     where
         (In, Out): Shape,
     {
-        Layer { weight: Tensor::ones([rows, cols]) }
+        Layer {
+            weight: Tensor::ones([rows, cols]),
+        }
     }
 
     /// Math that keeps the dims, a copy and gradients need no bound.

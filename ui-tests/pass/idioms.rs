@@ -1,9 +1,9 @@
 // The name algebra's idioms compile and give the expected dims and axes.
-use namedtensor::named::{
-    axis_of, names, AlignTo, Broadcast, Contract, HasDim, MaskTo, MatMul, MergeDims, PermuteTo, ReduceOver, RemoveDim,
-    DimTuple, Rename, ReplaceDim, Stack, Unmask,
-};
 use namedtensor::Dim;
+use namedtensor::named::{
+    AlignTo, Broadcast, Contract, DimTuple, HasDim, MaskTo, MatMul, MergeDims, PermuteTo,
+    ReduceOver, RemoveDim, Rename, ReplaceDim, Stack, Unmask, axis_of, names,
+};
 
 namedtensor::dims! {
     /// Images in a batch.
@@ -36,19 +36,43 @@ fn main() {
     assert_eq!(axis_of::<Image, Rows>(), 2);
     assert_eq!(<Image as ReduceOver<(Cols, Channels)>>::AXES, [1, 3]);
     assert_eq!(pooled::<Image>(), ["Batch", "Channels"]);
-    assert_eq!(names::<<Image as RemoveDim<Batch>>::Out>(), ["Channels", "Rows", "Cols"]);
-    assert_eq!(<Image as PermuteTo<(Batch, Rows, Cols, Channels)>>::PERM, [0, 2, 3, 1]);
+    assert_eq!(
+        names::<<Image as RemoveDim<Batch>>::Out>(),
+        ["Channels", "Rows", "Cols"]
+    );
+    assert_eq!(
+        <Image as PermuteTo<(Batch, Rows, Cols, Channels)>>::PERM,
+        [0, 2, 3, 1]
+    );
     assert_eq!(<(Cols, Rows) as AlignTo<Image>>::PLAN.insert, [0, 1]);
-    assert_eq!(names::<<(Rows, Cols) as Broadcast<(Channels, Cols)>>::Out>(), ["Rows", "Cols", "Channels"]);
-    assert_eq!(names::<<Image as Contract<Cols, (Cols, Pixels)>>::Out>(), ["Batch", "Channels", "Rows", "Pixels"]);
-    assert_eq!(names::<<(Batch, Rows, Cols) as MatMul<(Cols, Pixels)>>::Out>(), ["Batch", "Rows", "Pixels"]);
-    assert_eq!(names::<<Image as Rename<Cols, Pixels>>::Out>(), ["Batch", "Channels", "Rows", "Pixels"]);
+    assert_eq!(
+        names::<<(Rows, Cols) as Broadcast<(Channels, Cols)>>::Out>(),
+        ["Rows", "Cols", "Channels"]
+    );
+    assert_eq!(
+        names::<<Image as Contract<Cols, (Cols, Pixels)>>::Out>(),
+        ["Batch", "Channels", "Rows", "Pixels"]
+    );
+    assert_eq!(
+        names::<<(Batch, Rows, Cols) as MatMul<(Cols, Pixels)>>::Out>(),
+        ["Batch", "Rows", "Pixels"]
+    );
+    assert_eq!(
+        names::<<Image as Rename<Cols, Pixels>>::Out>(),
+        ["Batch", "Channels", "Rows", "Pixels"]
+    );
 
     // Split and merge round-trip.
     type Flat = <Image as MergeDims<(Rows, Cols), Pixels>>::Out;
     assert_eq!(names::<Flat>(), ["Batch", "Channels", "Pixels"]);
-    assert_eq!(names::<<Flat as ReplaceDim<Pixels, (Rows, Cols)>>::Out>(), names::<Image>());
-    assert_eq!(names::<<Image as Stack<Frames>>::Out>(), ["Frames", "Batch", "Channels", "Rows", "Cols"]);
+    assert_eq!(
+        names::<<Flat as ReplaceDim<Pixels, (Rows, Cols)>>::Out>(),
+        names::<Image>()
+    );
+    assert_eq!(
+        names::<<Image as Stack<Frames>>::Out>(),
+        ["Frames", "Batch", "Channels", "Rows", "Cols"]
+    );
 
     // Mask `Batch` and `Channels`, work on the rest, unmask.
     type Visible = <Image as MaskTo<Channels>>::Out;
@@ -62,5 +86,8 @@ fn main() {
     let plan = <(Cols,) as Broadcast<Visible, (), Private>>::LHS;
     assert_eq!(plan.perm, [0]);
     assert_eq!(plan.insert, [0, 1, 3]);
-    assert_eq!(names::<<Visible as Unmask<Private>>::Out>(), names::<Image>());
+    assert_eq!(
+        names::<<Visible as Unmask<Private>>::Out>(),
+        names::<Image>()
+    );
 }

@@ -1,7 +1,7 @@
 // A model written as a struct of named layers: the types say what each step does to dims.
-use namedtensor::nn::{loss, Dropout, Embedding, LayerNorm, Linear, Module, Visitor};
-use namedtensor::optim::{Adam, AdamConfig, Optimizer};
 use namedtensor::Tensor;
+use namedtensor::nn::{Dropout, Embedding, LayerNorm, Linear, Module, Visitor, loss};
+use namedtensor::optim::{Adam, AdamConfig, Optimizer};
 
 namedtensor::dims! { Batch, Seq, Vocab, Model, Classes }
 
@@ -23,7 +23,9 @@ impl Module<f32> for Classifier {
 
 impl Classifier {
     fn forward(&self, ids: &Tensor<i64, (Batch, Seq)>) -> Tensor<f32, (Batch, Classes)> {
-        let x: Tensor<f32, (Batch, Seq, Model)> = self.drop.forward(&self.norm.forward(&self.embed.forward(ids)));
+        let x: Tensor<f32, (Batch, Seq, Model)> = self
+            .drop
+            .forward(&self.norm.forward(&self.embed.forward(ids)));
         self.head.forward(&x.mean::<Seq>())
     }
 }
