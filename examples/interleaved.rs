@@ -45,7 +45,10 @@ fn matmul<E: Float>(name: &str, n: usize, reps: usize) {
         }
         // The baseline computes the same product (it calls gemm's kernel by hand).
         let ours_values = a.matmul(&b).to_vec();
-        let scale = ours_values.iter().map(|v| v.to_f64().abs()).fold(1.0, f64::max);
+        let scale = ours_values
+            .iter()
+            .map(|v| v.to_f64().abs())
+            .fold(1.0, f64::max);
         let worst = out
             .iter()
             .zip(&ours_values)
