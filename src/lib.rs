@@ -64,6 +64,7 @@ mod tensor;
 pub use backend::cpu::parallel::{
     num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
 };
+pub use backend::cpu::stream::{set_streaming_threshold, streaming_threshold};
 pub use backend::device::{Device, cuda_is_available};
 pub use dtype::{DType, Element, Float, Numeric};
 pub use dtype::{

@@ -142,13 +142,15 @@ fn large_transpose_in_parallel() {
     assert_eq!(dst.to_vec(), want);
 }
 
-/// Transposed copies of 8 MiB and more write whole aligned output lines with non-temporal
-/// stores, with the columns before the first aligned line copied on their own: every element
-/// still lands where the index loop puts it, on one and two threads, into a fresh buffer and
-/// through `copy_` into an offset destination.
+/// Transposed copies from `streaming_threshold()` bytes up (8 MiB by default) write whole
+/// aligned output lines with non-temporal stores, with the columns before the first aligned
+/// line copied on their own: every element still lands where the index loop puts it, on one
+/// and two threads, into a fresh buffer and through `copy_` into an offset destination.
 #[test]
 fn large_streamed_transposes_match_the_index_loop() {
-    let (r, c) = (2064usize, 1031usize); // output 1031 × 2064 f32: 8.5 MB, rows of 129 lines
+    // Output rows of 2064 f32 (129 lines), enough rows to pass the threshold (1024 by default).
+    let r = 2064usize;
+    let c = namedtensor::streaming_threshold().div_ceil(4 * r) + 7;
     let src = DynTensor::<f32>::arange(0.0, (r * c + 7) as f32, 1.0);
     let t = src.narrow(0, 7, r * c).view(&[r as isize, c as isize]);
     let want = naive(&t.t(), &src.to_vec());

@@ -1096,12 +1096,17 @@ fn clamp_of_integers_with_float_bounds_is_an_error() {
     assert!(r.is_err());
 }
 
-/// Outputs of 8 MiB and more are written with non-temporal stores in whole 64-byte lines:
-/// results of every element size (1, 4, 8 bytes), from offset and broadcast operands whose
-/// rows start off a line boundary, still match a plain loop element for element.
+/// Outputs from `streaming_threshold()` bytes up (8 MiB unless `NAMEDTENSOR_STREAM_MIN_BYTES`
+/// says otherwise: CI's valgrind run lowers it) are written with non-temporal stores in whole
+/// 64-byte lines: results of every element size (1, 4, 8 bytes), from offset and broadcast
+/// operands whose rows start off a line boundary, still match a plain loop element for
+/// element.
 #[test]
 fn large_outputs_written_with_streaming_stores_match_the_reference() {
-    let (rows, cols) = (1031, 2053); // 2.1M elements: 8.5 MB of f32, rows not line-aligned
+    // Rows of 2053 elements (not line-aligned), enough of them for an `f32` output past the
+    // threshold: 2.1M elements by default.
+    let cols = 2053;
+    let rows = namedtensor::streaming_threshold().div_ceil(4 * cols) + 7;
     let n = rows * cols;
     let va: Vec<f32> = (0..n + 3).map(|i| (i % 1009) as f32 * 0.25 - 7.0).collect();
     let vb: Vec<f32> = (0..rows).map(|i| i as f32 - 500.0).collect();
@@ -1132,7 +1137,10 @@ fn large_outputs_written_with_streaming_stores_match_the_reference() {
 /// outputs are streamed: every element still rounds like `half`'s own scalar conversion.
 #[test]
 fn large_half_outputs_round_like_scalar_conversions() {
-    let (rows, cols) = (2053, 2053); // 4.2M elements: 8.4 MB of f16, rows not line-aligned
+    // Rows not line-aligned, an `f16` output past the streaming threshold (4.2M elements by
+    // default).
+    let cols = 2053;
+    let rows = namedtensor::streaming_threshold().div_ceil(2 * cols) + 5;
     let n = rows * cols;
     let va: Vec<f32> = (0..n + 5)
         .map(|i| ((i * 7919) % 100_003) as f32 * 0.013 - 650.0)

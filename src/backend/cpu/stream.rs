@@ -7,7 +7,9 @@
 //! lines are written with one 64-byte store (AVX-512) or two 32-byte ones (AVX2), never
 //! narrower. An op followed by one that reads its output
 //! was no slower at 1–8 MiB and faster above, so outputs of at least [`STREAM_MIN_BYTES`]
-//! are streamed.
+//! are streamed by default; [`set_streaming_threshold`] (or `NAMEDTENSOR_STREAM_MIN_BYTES`,
+//! read at the first use) moves the bound, for a cache of another size, or so that small
+//! outputs take the streaming path where each element is costly (the tests under valgrind).
 //!
 //! # Invariants
 //! - Every streamed line starts at a 64-byte aligned address inside the output slice; the
@@ -19,9 +21,49 @@
 
 use super::vmath::Isa;
 use std::mem::MaybeUninit;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Outputs of at least this many bytes are written with non-temporal stores.
+/// Outputs of at least this many bytes are written with non-temporal stores, unless
+/// [`set_streaming_threshold`] or `NAMEDTENSOR_STREAM_MIN_BYTES` say otherwise.
 pub(crate) const STREAM_MIN_BYTES: usize = 8 << 20;
+
+static MIN_BYTES: OnceLock<AtomicUsize> = OnceLock::new();
+
+fn min_bytes_cell() -> &'static AtomicUsize {
+    MIN_BYTES.get_or_init(|| {
+        let bytes = std::env::var("NAMEDTENSOR_STREAM_MIN_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(STREAM_MIN_BYTES);
+        AtomicUsize::new(bytes)
+    })
+}
+
+/// Sets the output size, in bytes, from which elementwise results and copies are written with
+/// non-temporal stores, past the caches (8 MiB unless `NAMEDTENSOR_STREAM_MIN_BYTES` says
+/// otherwise; `usize::MAX` never streams). Worth raising on a CPU whose last-level cache
+/// holds much larger outputs; results are the same either way.
+///
+/// ```
+/// let before = namedtensor::streaming_threshold();
+/// namedtensor::set_streaming_threshold(32 << 20);
+/// assert_eq!(namedtensor::streaming_threshold(), 32 << 20);
+/// namedtensor::set_streaming_threshold(before);
+/// ```
+pub fn set_streaming_threshold(bytes: usize) {
+    min_bytes_cell().store(bytes, Ordering::Relaxed);
+}
+
+/// The output size, in bytes, from which results are written with non-temporal stores (see
+/// [`set_streaming_threshold`]).
+///
+/// ```
+/// assert!(namedtensor::streaming_threshold() > 0);
+/// ```
+pub fn streaming_threshold() -> usize {
+    min_bytes_cell().load(Ordering::Relaxed)
+}
 
 /// How a row loop stores its results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +78,7 @@ pub(crate) enum Store {
 impl Store {
     /// Whether an output of `numel` elements of `O` is large enough to be streamed.
     pub(crate) fn wanted<O>(numel: usize) -> bool {
-        numel.saturating_mul(size_of::<O>()) >= STREAM_MIN_BYTES
+        numel.saturating_mul(size_of::<O>()) >= streaming_threshold()
     }
 
     /// Streamed with `isa` when `stream` and `isa` has 32-byte or wider stores, else cached.
