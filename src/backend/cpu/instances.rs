@@ -7,7 +7,7 @@
 //! run them unoptimised (80–200× slower). So every generic [`Backend`] method only matches
 //! `E::DTYPE` ([`dtype_match!`]) and calls a method of [`Instances`] on the concrete type;
 //! those methods are ordinary (non-generic) functions of this crate, compiled once, at this
-//! crate's opt-level, which `[profile.dev.package.namedtensor] opt-level = 3` raises in a
+//! crate's opt-level, which `[profile.dev.package."*"] opt-level = 3` raises in a
 //! user's debug build. The generic part that remains is a jump on the dtype and a
 //! reinterpretation of the slice.
 //!
