@@ -21,4 +21,11 @@ pub(crate) mod vmath;
 mod words;
 
 pub(crate) use copy::copy_cast;
+
+/// The environment variable `name` parsed as a `T`, when it is set and parses: the backend's
+/// settings (`NAMEDTENSOR_NUM_THREADS`, `NAMEDTENSOR_POOL_BYTES`, …) take their first value
+/// from it, else their default.
+pub(crate) fn env_setting<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
 pub(crate) use instances::Cpu;

@@ -9,6 +9,7 @@
 //! machine, waking the caller back cost more than the split of a 32 Ki-element add gained;
 //! BENCHMARKS.md, session 12).
 
+use super::env_setting;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
@@ -31,9 +32,7 @@ fn build_pool(threads: usize) -> Arc<rayon::ThreadPool> {
 }
 
 fn default_threads() -> usize {
-    std::env::var("NAMEDTENSOR_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
+    env_setting("NAMEDTENSOR_NUM_THREADS")
         .filter(|&n: &usize| n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -37,6 +37,7 @@
 //!   so the first touch is parallel as well. Tensors made by the library (`full`, `zeros`,
 //!   `rand`, every op's result) get such buffers; a `Vec` handed to `from_vec` keeps its own.
 
+use super::env_setting;
 use crate::error::{Error, ErrorKind, Result};
 use std::alloc::Layout as AllocLayout;
 use std::collections::{BTreeMap, VecDeque};
@@ -63,11 +64,7 @@ static CAPACITY: OnceLock<AtomicUsize> = OnceLock::new();
 
 fn capacity_cell() -> &'static AtomicUsize {
     CAPACITY.get_or_init(|| {
-        let bytes = std::env::var("NAMEDTENSOR_POOL_BYTES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_CAPACITY);
-        AtomicUsize::new(bytes)
+        AtomicUsize::new(env_setting("NAMEDTENSOR_POOL_BYTES").unwrap_or(DEFAULT_CAPACITY))
     })
 }
 
@@ -77,11 +74,7 @@ static IDLE_MS: OnceLock<AtomicU64> = OnceLock::new();
 
 fn idle_cell() -> &'static AtomicU64 {
     IDLE_MS.get_or_init(|| {
-        let ms = std::env::var("NAMEDTENSOR_POOL_IDLE_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_IDLE_MS);
-        AtomicU64::new(ms)
+        AtomicU64::new(env_setting("NAMEDTENSOR_POOL_IDLE_MS").unwrap_or(DEFAULT_IDLE_MS))
     })
 }
 

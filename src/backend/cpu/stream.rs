@@ -19,6 +19,7 @@
 //!   fence whenever they streamed, before they return, so the writes are ordered before
 //!   whatever publishes the buffer to other threads (the end of a rayon task).
 
+use super::env_setting;
 use super::vmath::Isa;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
@@ -32,11 +33,7 @@ static MIN_BYTES: OnceLock<AtomicUsize> = OnceLock::new();
 
 fn min_bytes_cell() -> &'static AtomicUsize {
     MIN_BYTES.get_or_init(|| {
-        let bytes = std::env::var("NAMEDTENSOR_STREAM_MIN_BYTES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(STREAM_MIN_BYTES);
-        AtomicUsize::new(bytes)
+        AtomicUsize::new(env_setting("NAMEDTENSOR_STREAM_MIN_BYTES").unwrap_or(STREAM_MIN_BYTES))
     })
 }
 
