@@ -1,7 +1,8 @@
 //! [`MultiHeadAttention`]: scaled dot-product self-attention over a named sequence dim, with
 //! the model dim split into `(Heads, HeadDim)` by its parameters' names.
 
-use super::conv::with_last;
+use super::attention_mask::{AttentionMasks, KeyPaddingMask, QueryKeyMask};
+use super::conv::{batched_like, with_last};
 use super::init::{derive_seed, fan_in_bound, uniform};
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
@@ -168,11 +169,58 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
         let model = self.q.shape()[2];
-        over_sequence::<E, Seq, Model, S, P>("MultiHeadAttention", x, model, |t| self.attend(t))
+        over_sequence::<E, Seq, Model, S, P>("MultiHeadAttention", x, model, |t| {
+            self.attend(t, None)
+        })
     }
 
-    /// `[N, S, M]` to `[N, S, M]`.
-    pub(super) fn attend(&self, x: &DynTensor<E>) -> Result<DynTensor<E>> {
+    /// Self-attention of `x` along `Seq` under `masks` (key padding and/or (query, key)
+    /// masks, PyTorch's `key_padding_mask` and `attn_mask`; see [`AttentionMasks`]), combined
+    /// with the causal mask if the layer is causal. Panics where
+    /// [`MultiHeadAttention::try_forward_masked`] fails.
+    #[track_caller]
+    pub fn forward_masked<Seq: Dim, S, P: DimTuple, K, A>(
+        &self,
+        x: &Tensor<E, S, P>,
+        seq: Seq,
+        masks: &AttentionMasks<K, A>,
+    ) -> Tensor<E, S, P>
+    where
+        S: HasDim<Seq, P> + HasDim<Model, P>,
+        K: KeyPaddingMask<E, S, P, Seq, Model>,
+        A: QueryKeyMask<E, Seq>,
+    {
+        or_panic(self.try_forward_masked(x, seq, masks))
+    }
+
+    /// [`MultiHeadAttention::forward_masked`], or an error when `x`'s `Model` size is not the
+    /// layer's, or a mask's sizes do not fit `x`'s (naming the dim).
+    pub fn try_forward_masked<Seq: Dim, S, P: DimTuple, K, A>(
+        &self,
+        x: &Tensor<E, S, P>,
+        _seq: Seq,
+        masks: &AttentionMasks<K, A>,
+    ) -> Result<Tensor<E, S, P>>
+    where
+        S: HasDim<Seq, P> + HasDim<Model, P>,
+        K: KeyPaddingMask<E, S, P, Seq, Model>,
+        A: QueryKeyMask<E, Seq>,
+    {
+        let model = self.q.shape()[2];
+        let bias =
+            sequence_bias::<E, Seq, Model, S, P, K, A>("MultiHeadAttention", x, model, masks)?;
+        over_sequence::<E, Seq, Model, S, P>("MultiHeadAttention", x, model, |t| {
+            self.attend(t, bias.as_ref())
+        })
+    }
+
+    /// `[N, S, M]` to `[N, S, M]`, with `bias` (from [`sequence_bias`], `[N or 1, 1, S or 1,
+    /// S]`) added to the scores.
+    pub(super) fn attend(
+        &self,
+        x: &DynTensor<E>,
+        bias: Option<&DynTensor<E>>,
+    ) -> Result<DynTensor<E>> {
         let s = self.q.shape();
         let (h, d, m) = (s[0] as isize, s[1] as isize, s[2] as isize);
         let (n, len) = (x.shape()[0] as isize, x.shape()[1] as isize);
@@ -193,21 +241,101 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
         let scores = q
             .try_mul_scalar(scale)?
             .try_matmul(&k.try_transpose(-1, -2)?)?; // [N, H, S, S]
-        let scores = if self.is_causal {
-            let later = DynTensor::<bool>::ones_like(&scores.narrow(0, 0, 1).narrow(1, 0, 1))
+        let later = || {
+            DynTensor::<bool>::ones_like(&scores.narrow(0, 0, 1).narrow(1, 0, 1))
                 .triu(1)
-                .to_device(scores.device())?;
-            scores.try_masked_fill(&later, E::from_f64(f64::NEG_INFINITY))?
-        } else {
-            scores
+                .to_device(scores.device())
         };
-        let ctx = scores.try_softmax(-1)?.try_matmul(&v)?; // [N, H, S, D]
+        let neg_inf = E::from_f64(f64::NEG_INFINITY);
+        let weights = match bias {
+            None if self.is_causal => scores
+                .try_masked_fill(&later()?, neg_inf)?
+                .try_softmax(-1)?,
+            None => scores.try_softmax(-1)?,
+            Some(bias) if self.is_causal => {
+                let causal = DynTensor::<E>::full(&[1, 1, len as usize, len as usize], E::ZERO)
+                    .to_device(scores.device())?
+                    .try_masked_fill(&later()?, neg_inf)?;
+                masked_softmax(&scores, &bias.try_add(&causal)?)?
+            }
+            Some(bias) => masked_softmax(&scores, bias)?,
+        };
+        let ctx = weights.try_matmul(&v)?; // [N, H, S, D]
         let merged = ctx
             .try_permute(&[0, 2, 1, 3])?
             .try_reshape(&[n, len, h * d])?;
         let wo = self.out.as_dyn().try_reshape(&[m, h * d])?.t();
         merged.try_matmul(&wo)?.try_add(self.out_bias.as_dyn())
     }
+}
+
+/// `softmax(scores + bias)` over the last axis (`scores` `[N, H, S, S]`), where a query row
+/// that `bias` forbids entirely (`-inf` at every key) gets zero weights and zero gradients
+/// instead of NaN (see [`AttentionMasks`]).
+fn masked_softmax<E: Float>(scores: &DynTensor<E>, bias: &DynTensor<E>) -> Result<DynTensor<E>> {
+    // `[N or 1, 1, S or 1, 1]`: rows with no allowed key.
+    let empty = bias.eq_scalar(f64::NEG_INFINITY).all_dim(-1, true);
+    if !empty.any() {
+        return scores.try_add(bias)?.try_softmax(-1);
+    }
+    // Those rows are left unmasked (finite scores, so that softmax and its gradient stay
+    // finite), then their weights set to zero.
+    scores
+        .try_add(&bias.try_masked_fill(&empty, E::ZERO)?)?
+        .try_softmax(-1)?
+        .try_masked_fill(&empty, E::ZERO)
+}
+
+/// The key padding and attention masks of `masks` for `x`, summed into one additive mask in
+/// the layout [`over_sequence`] gives `x` (`[N, S, M]`): `[N or 1, 1, S or 1, S]`,
+/// broadcasting over heads; `None` without masks. Errors as [`over_sequence`]'s, checked
+/// first, then a mask's sizes that do not fit `x`'s.
+pub(super) fn sequence_bias<E: Float, Seq: Dim, Model: Dim, S, P: DimTuple, K, A>(
+    op: &'static str,
+    x: &Tensor<E, S, P>,
+    model: usize,
+    masks: &AttentionMasks<K, A>,
+) -> Result<Option<DynTensor<E>>>
+where
+    S: HasDim<Seq, P> + HasDim<Model, P>,
+    K: KeyPaddingMask<E, S, P, Seq, Model>,
+    A: QueryKeyMask<E, Seq>,
+{
+    let axes = [
+        <S as HasDim<Seq, P>>::AXIS as usize,
+        <S as HasDim<Model, P>>::AXIS as usize,
+    ];
+    check_model::<Model>(op, x.shape()[axes[1]], model)?;
+    if axes[0] == axes[1] {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!("the layer names the dim `{}` twice", Seq::NAME),
+        ));
+    }
+    let len = x.shape()[axes[0]];
+    // `[N', S', 1]` (N' is N or 1, S' is S or 1) → `[N', 1, 1, S']`: per batch entry, over
+    // keys.
+    let padding = match masks.key_padding_bias::<E, S, P, Seq, Model>(x)? {
+        Some(m) => {
+            let m = batched_like(x.as_dyn(), &axes, &m)?;
+            let (n, s) = (m.shape()[0] as isize, m.shape()[1] as isize);
+            Some(m.try_reshape(&[n, 1, 1, s])?)
+        }
+        None => None,
+    };
+    // `[S, S]` → `[1, 1, S, S]`.
+    let pairs = match masks.attn_bias::<E, Seq>(len)? {
+        Some(m) => Some(
+            m.try_reshape(&[1, 1, len as isize, len as isize])?
+                .to_device(x.as_dyn().device())?,
+        ),
+        None => None,
+    };
+    Ok(match (padding, pairs) {
+        (Some(a), Some(b)) => Some(a.try_add(&b)?),
+        (a, b) => a.or(b),
+    })
 }
 
 /// `f` applied to `x` seen as `[N, S, M]`: `Seq` and `Model` moved last and every other dim
@@ -224,19 +352,24 @@ where
     S: HasDim<Seq, P> + HasDim<Model, P>,
 {
     let axes = [<S as HasDim<Seq, P>>::AXIS, <S as HasDim<Model, P>>::AXIS];
-    let size = x.shape()[axes[1] as usize];
-    if size != model {
-        return Err(Error::new(
-            ErrorKind::ShapeMismatch,
-            op,
-            format!(
-                "the input has {size} entries along `{}` but the layer has {model}",
-                Model::NAME
-            ),
-        ));
-    }
+    check_model::<Model>(op, x.shape()[axes[1] as usize], model)?;
     let y = with_last(op, x.as_dyn(), &axes, [Seq::NAME, Model::NAME], f)?;
     Ok(Tensor::wrap(y))
+}
+
+/// An error naming `Model` when the input's `size` along it is not the layer's `model`.
+fn check_model<Model: Dim>(op: &'static str, size: usize, model: usize) -> Result<()> {
+    if size == model {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::ShapeMismatch,
+        op,
+        format!(
+            "the input has {size} entries along `{}` but the layer has {model}",
+            Model::NAME
+        ),
+    ))
 }
 
 impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> Module<E>

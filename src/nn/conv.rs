@@ -8,7 +8,7 @@
 
 use super::init::{derive_seed, fan_in_bound, uniform};
 use super::module::{Module, Visitor};
-use crate::dtype::Float;
+use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Dim, DimTuple, HasDim, Rename, Shape};
 use crate::named_tensor::Tensor;
@@ -203,8 +203,7 @@ pub(super) fn with_last<E: Float>(
         ));
     }
     let rank = x.dim();
-    let rest: Vec<usize> = (0..rank).filter(|a| !axes.contains(a)).collect();
-    let perm: Vec<isize> = rest.iter().chain(&axes).map(|&a| a as isize).collect();
+    let (rest, perm) = last_order(rank, &axes);
     let n: usize = rest.iter().map(|&a| x.shape()[a]).product();
     let mut batched: Vec<isize> = vec![n as isize];
     batched.extend(axes.iter().map(|&a| x.shape()[a] as isize));
@@ -218,6 +217,35 @@ pub(super) fn with_last<E: Float>(
         back[a as usize] = pos as isize;
     }
     y.try_permute(&back)
+}
+
+/// The axes of a rank-`rank` tensor other than `axes`, in order, and the permutation that
+/// puts them first and `axes` last (in `axes`' order): [`with_last`]'s layout.
+pub(super) fn last_order(rank: usize, axes: &[usize]) -> (Vec<usize>, Vec<isize>) {
+    let rest: Vec<usize> = (0..rank).filter(|a| !axes.contains(a)).collect();
+    let perm = rest.iter().chain(axes).map(|&a| a as isize).collect();
+    (rest, perm)
+}
+
+/// `t`, which broadcasts against `x` (same rank, each size `x`'s or 1), in the layout
+/// [`with_last`] gives `x`: expanded to `x`'s sizes on the axes other than `axes`, which are
+/// flattened into one leading axis, and `axes` last with `t`'s own sizes.
+pub(super) fn batched_like<E: Element, F: Element>(
+    x: &DynTensor<F>,
+    axes: &[usize],
+    t: &DynTensor<E>,
+) -> Result<DynTensor<E>> {
+    let (rest, perm) = last_order(x.dim(), axes);
+    let mut sizes: Vec<isize> = t.shape().iter().map(|&s| s as isize).collect();
+    for &a in &rest {
+        sizes[a] = x.shape()[a] as isize;
+    }
+    let n: usize = rest.iter().map(|&a| x.shape()[a]).product();
+    let mut batched: Vec<isize> = vec![n as isize];
+    batched.extend(axes.iter().map(|&a| t.shape()[a] as isize));
+    t.try_expand(&sizes)?
+        .try_permute(&perm)?
+        .try_reshape(&batched)
 }
 
 macro_rules! pool_layer {

@@ -5,8 +5,9 @@
 //! [`LayerNorm<D>`](LayerNorm) and [`RmsNorm<D>`](RmsNorm) keep the shape,
 //! [`Conv2d<In, Out, H, W>`](Conv2d) maps `(…, In, H, W)` to `(…, Out, H', W')` (dims found by
 //! name, in any order), the pools keep the names, [`MultiHeadAttention`] and [`TransformerBlock`] keep the
-//! shape and attend along a sequence dim named at the call, so applying one to
-//! a tensor without the dim it needs is a compile error naming that dim. A model is a plain
+//! shape and attend along a sequence dim named at the call (under key padding and attention
+//! masks checked by name: [`AttentionMasks`]), so applying one to a tensor without the dim it
+//! needs is a compile error naming that dim. A model is a plain
 //! struct of layers implementing [`Module`] (one method naming its fields), which gives it
 //! the parameter list by dotted name, `train`/`eval`, `zero_grad` and the parameter store
 //! ([`save_parameters`], [`load_parameters`]). Losses are in [`loss`]; optimisers in
@@ -15,6 +16,7 @@
 //! Parameters and initialisations follow PyTorch's `torch.nn`, seeded.
 
 mod attention;
+mod attention_mask;
 mod conv;
 mod dropout;
 mod embedding;
@@ -28,6 +30,7 @@ mod store;
 mod transformer;
 
 pub use attention::MultiHeadAttention;
+pub use attention_mask::{AttentionMasks, KeyPaddingMask, MaskElement, NoMask, QueryKeyMask};
 pub use conv::{AvgPool2d, Conv2d, ConvOut, ConvWeight, KernelCols, KernelRows, MaxPool2d};
 pub use dropout::Dropout;
 pub use embedding::{Embedded, Embedding};

@@ -1,7 +1,8 @@
 //! [`TransformerBlock`]: a pre-norm transformer layer (self-attention, then a feed-forward
 //! network, each added to its input) over a named sequence dim.
 
-use super::attention::{MultiHeadAttention, over_sequence};
+use super::attention::{MultiHeadAttention, over_sequence, sequence_bias};
+use super::attention_mask::{AttentionMasks, KeyPaddingMask, QueryKeyMask};
 use super::dropout::Dropout;
 use super::init::derive_seed;
 use super::layer_norm::LayerNorm;
@@ -123,13 +124,62 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
         let model = self.norm1.weight.shape()[0];
-        over_sequence::<E, Seq, Model, S, P>("TransformerBlock", x, model, |t| self.apply(t))
+        over_sequence::<E, Seq, Model, S, P>("TransformerBlock", x, model, |t| self.apply(t, None))
     }
 
-    /// `[N, S, M]` to `[N, S, M]`.
-    fn apply(&self, x: &DynTensor<E>) -> Result<DynTensor<E>> {
+    /// The layer applied to `x` along `Seq`, its attention under `masks` (key padding and/or
+    /// (query, key) masks, as PyTorch's `src_key_padding_mask` and `src_mask`; see
+    /// [`AttentionMasks`]). Panics where [`TransformerBlock::try_forward_masked`] fails.
+    ///
+    /// ```
+    /// use namedtensor::nn::{AttentionMasks, TransformerBlock};
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Seq, Model, Heads, HeadDim, Hidden }
+    /// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(8, 2, 16, 0.0, 0);
+    /// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([2, 3, 8], 1);
+    /// let pad = Tensor::<bool, (Batch, Seq)>::from_vec(vec![false, false, true, false, false, false], [2, 3]);
+    /// let y = block.forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&pad));
+    /// assert_eq!(y.shape(), &[2, 3, 8]);
+    /// ```
+    #[track_caller]
+    pub fn forward_masked<Seq: Dim, S, P: DimTuple, K, A>(
+        &self,
+        x: &Tensor<E, S, P>,
+        seq: Seq,
+        masks: &AttentionMasks<K, A>,
+    ) -> Tensor<E, S, P>
+    where
+        S: HasDim<Seq, P> + HasDim<Model, P>,
+        K: KeyPaddingMask<E, S, P, Seq, Model>,
+        A: QueryKeyMask<E, Seq>,
+    {
+        or_panic(self.try_forward_masked(x, seq, masks))
+    }
+
+    /// [`TransformerBlock::forward_masked`], or an error as [`TransformerBlock::try_forward`]
+    /// or when a mask's sizes do not fit `x`'s (naming the dim).
+    pub fn try_forward_masked<Seq: Dim, S, P: DimTuple, K, A>(
+        &self,
+        x: &Tensor<E, S, P>,
+        _seq: Seq,
+        masks: &AttentionMasks<K, A>,
+    ) -> Result<Tensor<E, S, P>>
+    where
+        S: HasDim<Seq, P> + HasDim<Model, P>,
+        K: KeyPaddingMask<E, S, P, Seq, Model>,
+        A: QueryKeyMask<E, Seq>,
+    {
+        const OP: &str = "TransformerBlock";
+        let model = self.norm1.weight.shape()[0];
+        let bias = sequence_bias::<E, Seq, Model, S, P, K, A>(OP, x, model, masks)?;
+        over_sequence::<E, Seq, Model, S, P>(OP, x, model, |t| self.apply(t, bias.as_ref()))
+    }
+
+    /// `[N, S, M]` to `[N, S, M]`, the attention's scores biased by `bias` (see
+    /// [`MultiHeadAttention::attend`]).
+    fn apply(&self, x: &DynTensor<E>, bias: Option<&DynTensor<E>>) -> Result<DynTensor<E>> {
         let drop = |t: DynTensor<E>| self.dropout.apply(&t);
-        let attended = self.attn.attend(&self.norm1.normalize(x, 2)?)?;
+        let attended = self.attn.attend(&self.norm1.normalize(x, 2)?, bias)?;
         let x = x.try_add(&drop(attended))?;
         let hidden = self.ff1.apply_last(&self.norm2.normalize(&x, 2)?)?.gelu();
         let out = self.ff2.apply_last(&drop(hidden))?;

@@ -1025,3 +1025,59 @@ mod training {
         }
     }
 }
+
+mod attention {
+    use super::*;
+    use namedtensor::nn::{AttentionMasks, MultiHeadAttention};
+    use namedtensor::{Shape, Tensor, dims};
+
+    dims! { Batch, Seq, Key, Model, Heads, HeadDim }
+
+    type Attention = MultiHeadAttention<Model, Heads, HeadDim, f64>;
+
+    /// A copy of `t` on `dev`, a leaf of its own.
+    fn mv<S: Shape>(dev: Device, t: &Tensor<f64, S>) -> Tensor<f64, S> {
+        t.as_dyn().to_device(dev).unwrap().clone().refine_names()
+    }
+
+    device_tests! {
+        /// Causal attention under a key padding mask (one batch entry all padding) and an
+        /// additive (query, key) mask, kept on the CPU, gives the CPU's output and gradients:
+        /// the masks move to the input's device.
+        fn masked_attention_matches_the_cpu(dev: Device) {
+            let cpu = Attention::new(8, 2, 3).causal(true);
+            let gpu = Attention::try_from_parameters(
+                [&cpu.q, &cpu.k, &cpu.v].map(|t| mv(dev, t)),
+                [&cpu.q_bias, &cpu.k_bias, &cpu.v_bias].map(|t| mv(dev, t)),
+                mv(dev, &cpu.out),
+                mv(dev, &cpu.out_bias),
+            )
+            .unwrap()
+            .causal(true);
+            let mut pad = vec![false; 12];
+            pad[7] = true;
+            pad[8..].fill(true);
+            let pad = Tensor::<bool, (Batch, Seq)>::from_vec(pad, [3, 4]);
+            // Query 1 may not see key 0.
+            let mut bias = DynTensor::<f64>::randn(&[4, 4], 5).to_vec();
+            bias[4] = f64::NEG_INFINITY;
+            let bias = Tensor::<f64, (Seq, Key)>::from_vec(bias, [4, 4]);
+            let x = DynTensor::<f64>::randn(&[3, 4, 8], 6);
+            let run = |m: &Attention| {
+                let xd: Tensor<f64, (Batch, Seq, Model)> =
+                    on(m.q.as_dyn().device(), &x).requires_grad_(true).refine_names();
+                let masks = AttentionMasks::new().key_padding(&pad).attn(&bias);
+                let y = m.forward_masked(&xd, Seq, &masks);
+                (y.as_dyn() * y.as_dyn()).sum().backward();
+                (y.into_dyn(), xd.grad().unwrap().into_dyn())
+            };
+            let ((yc, gc), (yd, gd)) = (run(&cpu), run(&gpu));
+            assert_close_all(&host(dev, &yd), &host(Device::Cpu, &yc), 1e-10, 1e-12, "output");
+            assert_close_all(&host(dev, &gd), &host(Device::Cpu, &gc), 1e-10, 1e-12, "input gradient");
+            for (p, q) in [(&cpu.q, &gpu.q), (&cpu.k, &gpu.k), (&cpu.v, &gpu.v)] {
+                let (p, q) = (p.grad().unwrap().into_dyn(), q.grad().unwrap().into_dyn());
+                assert_close_all(&host(dev, &q), &host(Device::Cpu, &p), 1e-10, 1e-12, "projection gradient");
+            }
+        }
+    }
+}

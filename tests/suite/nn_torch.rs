@@ -5,8 +5,8 @@
 
 use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
 use namedtensor::nn::{
-    AvgPool2d, Conv2d, Embedding, LayerNorm, Linear, MaxPool2d, Module, MultiHeadAttention,
-    RmsNorm, TransformerBlock,
+    AttentionMasks, AvgPool2d, Conv2d, Embedding, LayerNorm, Linear, MaxPool2d, Module,
+    MultiHeadAttention, RmsNorm, TransformerBlock,
 };
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{
@@ -17,7 +17,7 @@ use namedtensor::{DynTensor, Float, Shape, Tensor, dims};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-dims! { Batch, Seq, In, Out, Model, Vocab, Classes, Pixels, Hidden, Channels, Features, Rows, Cols, Flat, Heads, HeadDim }
+dims! { Batch, Seq, In, Out, Model, Vocab, Classes, Pixels, Hidden, Channels, Features, Rows, Cols, Flat, Heads, HeadDim, Key }
 
 type T = DynTensor<f64>;
 
@@ -859,6 +859,165 @@ fn a_pytorch_state_dict_loads_by_name() {
         &get("state_dict/logits_f32"),
         1e-5,
     );
+}
+
+/// The fixtures' key padding mask `(Batch, Seq)`: batch entry 1 has two padded keys, entry 2
+/// is all padding (make_nn.py's `KEY_PADDING`).
+fn key_padding() -> Tensor<bool, (Batch, Seq)> {
+    let mut m = vec![false; 15];
+    m[8] = true;
+    m[9] = true;
+    m[10..].fill(true);
+    Tensor::from_vec(m, [3, 5])
+}
+
+/// PyTorch's `nn.MultiheadAttention(8, 2)` of the fixture `case` as our layer.
+fn attention_from_fixture(case: &str) -> MultiHeadAttention<Model, Heads, HeadDim, f64> {
+    let p = |k: &str| get(&format!("{case}/param/{k}"));
+    // PyTorch's in_proj rows are q, k, v; each [8, 8] is (Heads, HeadDim) × Model.
+    let rows = |t: &T, i: isize| t.narrow(0, 8 * i, 8).contiguous();
+    let (w, b) = (p("in_proj_weight"), p("in_proj_bias"));
+    MultiHeadAttention::try_from_parameters(
+        [0, 1, 2].map(|i| rows(&w, i).reshape(&[2, 4, 8]).refine_names()),
+        [0, 1, 2].map(|i| rows(&b, i).reshape(&[2, 4]).refine_names()),
+        p("out_proj.weight").reshape(&[8, 2, 4]).refine_names(),
+        p("out_proj.bias").refine_names(),
+    )
+    .unwrap()
+}
+
+/// Output and every gradient of `attn` on the fixture `case` against PyTorch's.
+fn check_attention_gradients(
+    case: &str,
+    attn: &MultiHeadAttention<Model, Heads, HeadDim, f64>,
+    x: &Tensor<f64, (Batch, Seq, Model)>,
+    y: &Tensor<f64, (Batch, Seq, Model)>,
+) {
+    let g = |k: &str| get(&format!("{case}/grad/{k}"));
+    close(case, y.as_dyn(), &get(&format!("{case}/y")), 1e-12);
+    (y.as_dyn() * &get(&format!("{case}/r"))).sum().backward();
+    close(case, &x.grad().unwrap().into_dyn(), &g("x"), 1e-12);
+    let cat = |ts: [&Tensor<f64, (Heads, HeadDim, Model)>; 3]| {
+        let flat = ts.map(|t| t.grad().unwrap().into_dyn().reshape(&[8, 8]));
+        DynTensor::cat(&flat.iter().collect::<Vec<_>>(), 0)
+    };
+    close(
+        case,
+        &cat([&attn.q, &attn.k, &attn.v]),
+        &g("in_proj_weight"),
+        1e-12,
+    );
+    let biases = [&attn.q_bias, &attn.k_bias, &attn.v_bias]
+        .map(|t| t.grad().unwrap().into_dyn().reshape(&[8]));
+    close(
+        case,
+        &DynTensor::cat(&biases.iter().collect::<Vec<_>>(), 0),
+        &g("in_proj_bias"),
+        1e-12,
+    );
+    let out = attn.out.grad().unwrap().into_dyn().reshape(&[8, 8]);
+    close(case, &out, &g("out_proj.weight"), 1e-12);
+    let out_bias = attn.out_bias.grad().unwrap().into_dyn();
+    close(case, &out_bias, &g("out_proj.bias"), 1e-12);
+}
+
+#[test]
+fn attention_masks_match_pytorch_key_padding_and_attn_mask() {
+    // Query 1 may not see key 3; query 4 sees only key 4 (make_nn.py's `PAIRS`).
+    let mut pairs = vec![false; 25];
+    pairs[5 + 3] = true;
+    pairs[20..24].fill(true);
+    let pairs = Tensor::<bool, (Seq, Key)>::from_vec(pairs, [5, 5]);
+    let pad = key_padding();
+    let additive = named::<(Seq, Key)>(get("mha_masked_additive/attn_mask"));
+    for case in ["mha_masked", "mha_masked_causal", "mha_masked_additive"] {
+        let attn = attention_from_fixture(case).causal(case == "mha_masked_causal");
+        let x = named::<(Batch, Seq, Model)>(leaf(&format!("{case}/x")));
+        let masks = AttentionMasks::new().key_padding(&pad);
+        let y = match case {
+            "mha_masked" => attn.forward_masked(&x, Seq, &masks.attn(&pairs)),
+            "mha_masked_additive" => attn.forward_masked(&x, Seq, &masks.attn(&additive)),
+            _ => attn.forward_masked(&x, Seq, &masks),
+        };
+        // The all-padding batch entry: zero weights, so the output is the output bias.
+        let empty = y.as_dyn().narrow(0, 2, 1).contiguous();
+        let bias = attn.out_bias.as_dyn().expand(&[1, 5, 8]).contiguous();
+        close(case, &empty, &bias, 0.0);
+        check_attention_gradients(case, &attn, &x, &y);
+        // Sequence first and the mask's dims in the other order: the same numbers, by name.
+        let pad_sb = pad.align_to::<(Seq, Batch)>();
+        let masks = AttentionMasks::new().key_padding(&pad_sb);
+        let xs = x.detach().align_to::<(Seq, Batch, Model)>();
+        let y2 = match case {
+            "mha_masked" => attn.forward_masked(&xs, Seq, &masks.attn(&pairs)),
+            "mha_masked_additive" => attn.forward_masked(&xs, Seq, &masks.attn(&additive)),
+            _ => attn.forward_masked(&xs, Seq, &masks),
+        };
+        let y2 = y2.align_to::<(Batch, Seq, Model)>();
+        close(
+            case,
+            &y2.as_dyn().contiguous(),
+            &get(&format!("{case}/y")),
+            1e-12,
+        );
+    }
+}
+
+#[test]
+fn attention_masks_that_do_not_fit_are_errors_naming_the_dim() {
+    let attn = MultiHeadAttention::<Model, Heads, HeadDim, f64>::new(8, 2, 0);
+    let x = Tensor::<f64, (Batch, Seq, Model)>::randn([3, 5, 8], 1);
+    let pad = Tensor::<bool, (Batch, Seq)>::zeros([3, 4]);
+    let e = attn
+        .try_forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&pad))
+        .unwrap_err();
+    assert!(e.to_string().contains("4 entries along `Seq`"), "{e}");
+    let pairs = Tensor::<bool, (Seq, Key)>::zeros([5, 4]);
+    let e = attn
+        .try_forward_masked(&x, Seq, &AttentionMasks::new().attn(&pairs))
+        .unwrap_err();
+    assert!(e.to_string().contains("5 × 4 along (`Seq`, `Key`)"), "{e}");
+    // A mask over the sequence only broadcasts over the batch; no mask is the plain forward.
+    let keys = Tensor::<bool, (Seq,)>::from_vec(vec![false, false, true, false, false], [5]);
+    let per_batch = keys
+        .align_to::<(Batch, Seq)>()
+        .as_dyn()
+        .expand(&[3, 5])
+        .contiguous();
+    let a = attn.forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&keys));
+    let b = attn.forward_masked(
+        &x,
+        Seq,
+        &AttentionMasks::new().key_padding(&per_batch.refine_names::<(Batch, Seq)>()),
+    );
+    close("broadcast mask", a.as_dyn(), b.as_dyn(), 0.0);
+    let plain = attn.forward(&x, Seq);
+    let unmasked = attn.forward_masked(&x, Seq, &AttentionMasks::new());
+    close("no masks", plain.as_dyn(), unmasked.as_dyn(), 0.0);
+}
+
+#[test]
+fn transformer_block_key_padding_matches_pytorch() {
+    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::new(8, 2, 16, 0.0, 0);
+    set_parameters(&block, "block_masked", "param");
+    let x = named::<(Batch, Seq, Model)>(leaf("block_masked/x"));
+    let y = block.forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&key_padding()));
+    close("block_masked", y.as_dyn(), &get("block_masked/y"), 1e-12);
+    (y.as_dyn() * &get("block_masked/r")).sum().backward();
+    close(
+        "block_masked x",
+        &x.grad().unwrap().into_dyn(),
+        &get("block_masked/grad/x"),
+        1e-12,
+    );
+    for p in block.parameters() {
+        close(
+            &format!("block_masked {}", p.name),
+            &p.tensor.grad().unwrap(),
+            &get(&format!("block_masked/grad/{}", p.name)),
+            1e-12,
+        );
+    }
 }
 
 /// Copies the fixture's `{case}/{what}/{name}` into each parameter of `model`, by name.
