@@ -102,7 +102,9 @@ macro_rules! named_binary {
     ($($Trait:ident $op:ident $try_op:ident $strict:ident $try_strict:ident
         $positional:ident $try_positional:ident $Out:ident;)*) => {$(
         impl<A: Element, S: DimTuple, P: DimTuple> Tensor<A, S, P> {
-            #[doc = concat!("`", stringify!($op), "` broadcasting by name: the result has `self`'s dims, then the dims of `other` that `self` lacks; sizes must be equal or 1. Panics where `try_", stringify!($op), "` fails.")]
+            #[doc = concat!("`", stringify!($op), "` broadcasting by name (also the operator): the result has `self`'s dims, then the dims of `other` that `self` lacks; sizes must be equal or 1. Panics where `try_", stringify!($op), "` fails.")]
+            ///
+            #[doc = concat!("A dim that only `other` has makes the result's rank grow. Where both must have the same dims (a residual connection, an update of a parameter), `", stringify!($strict), "` says so, and a mismatch is a compile error naming the dim.")]
             ///
             /// ```
             /// use namedtensor::{dims, Tensor};
