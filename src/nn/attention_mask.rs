@@ -1,17 +1,6 @@
 //! [`AttentionMasks`]: which keys each query of a [`MultiHeadAttention`] may attend to,
 //! PyTorch's `key_padding_mask` and `attn_mask` with their dims checked by name.
 //!
-//! # Semantics (PyTorch's)
-//! - A `bool` mask is `true` where attention is **not** allowed (a padding key, a future
-//!   position); a float mask of the layer's dtype is **added** to the scores (`-inf` forbids,
-//!   other values bias).
-//! - Both masks and the layer's causal mask combine: a pair is forbidden when any of them
-//!   forbids it; additive values add up.
-//! - A query whose every key is forbidden (a sequence that is all padding) gets zero attention
-//!   weights, so its output is the output projection's bias, and zero gradients: what
-//!   `F.scaled_dot_product_attention` and `nn.MultiheadAttention(need_weights=False)` give
-//!   since PyTorch 2.5 (its `need_weights=True` path gives NaN there).
-//!
 //! [`MultiHeadAttention`]: super::MultiHeadAttention
 
 use crate::dtype::{Element, Float};
@@ -31,8 +20,17 @@ use crate::tensor::DynTensor;
 ///   dim) and key positions (a dim of the caller's naming), the same for every batch entry and
 ///   head: PyTorch's 2-D `attn_mask` of shape `(L, S)`.
 ///
-/// A mask of `bool` or of the layer's float dtype; see the [module docs](self) for what each
-/// means. A mask with the model dim, or without the sequence dim, is a compile error.
+/// A mask with the model dim, or a key padding mask without the sequence dim, is a compile
+/// error. The semantics are PyTorch's:
+/// - a `bool` mask is `true` where attention is **not** allowed (a padding key, a future
+///   position); a mask of the layer's float dtype is **added** to the scores (`-inf` forbids,
+///   other values bias);
+/// - both masks and the layer's causal mask combine: a pair is forbidden when any of them
+///   forbids it; additive values add up;
+/// - a query whose every key is forbidden (a sequence that is all padding) gets zero
+///   attention weights, so its output is the output projection's bias, and zero gradients:
+///   what `F.scaled_dot_product_attention` and `nn.MultiheadAttention(need_weights=False)`
+///   give since PyTorch 2.5 (its `need_weights=True` path gives NaN there).
 ///
 /// ```
 /// use namedtensor::nn::{AttentionMasks, MultiHeadAttention};
@@ -151,7 +149,9 @@ impl<E: Float> MaskElement<E> for E {
 /// attending along `Seq` with model dim `Model`: its dims are among `S`'s except `Model`, and
 /// include `Seq`.
 pub trait KeyPaddingMask<E: Float, S: DimTuple, P: DimTuple, Seq, Model> {
-    /// See [`AttentionMasks::key_padding_bias`].
+    /// The mask for an input `x`, as an additive mask of `x`'s rank with size 1 along
+    /// `Model` and where the mask broadcasts (`None` for [`NoMask`]); an error naming the dim
+    /// where its size is neither `x`'s nor 1.
     fn bias(&self, x: &Tensor<E, S, P>) -> Result<Option<DynTensor<E>>>;
 }
 
@@ -201,7 +201,8 @@ where
 /// An attention mask over (query, key) positions (or [`NoMask`]) for attention along `Seq`:
 /// dims `(Seq, Key)`.
 pub trait QueryKeyMask<E: Float, Seq> {
-    /// See [`AttentionMasks::attn_bias`].
+    /// The mask as an additive `[len, len]` mask (`None` for [`NoMask`]); an error when it is
+    /// not `len × len`.
     fn bias(&self, len: usize) -> Result<Option<DynTensor<E>>>;
 }
 
