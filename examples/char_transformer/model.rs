@@ -3,7 +3,9 @@
 //! (`tests/fixtures/make_nn.py`), so the model the example trains is the one the test checks.
 
 use namedtensor::autograd::no_grad;
-use namedtensor::nn::{Embedding, LayerNorm, Linear, Module, TransformerBlock, Visitor};
+use namedtensor::nn::{
+    Embedding, LayerNorm, Linear, Module, TransformerBlock, TransformerConfig, Visitor,
+};
 use namedtensor::{DynTensor, Float, Result, Tensor, dims};
 
 dims! {
@@ -96,8 +98,14 @@ impl<E: Float> CharTransformer<E> {
             positions: Embedding::new(sizes.context, sizes.model, seed + 1),
             blocks: (0..sizes.layers as u64)
                 .map(|i| {
-                    TransformerBlock::new(sizes.model, sizes.heads, sizes.hidden, 0.0, seed + 2 + i)
-                        .causal(true)
+                    let config = TransformerConfig {
+                        model: sizes.model,
+                        heads: sizes.heads,
+                        hidden: sizes.hidden,
+                        dropout: 0.0,
+                        causal: true,
+                    };
+                    TransformerBlock::new(config, seed + 2 + i)
                 })
                 .collect(),
             norm: LayerNorm::new(sizes.model),

@@ -39,4 +39,4 @@ pub use linear::{Linear, LinearOut};
 pub use module::{Module, Parameter, TrainingFlag, Visitor};
 pub use rms_norm::RmsNorm;
 pub use store::{load_parameters, save_parameters};
-pub use transformer::TransformerBlock;
+pub use transformer::{TransformerBlock, TransformerConfig};

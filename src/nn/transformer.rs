@@ -9,7 +9,7 @@ use super::layer_norm::LayerNorm;
 use super::linear::Linear;
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Dim, DimTuple, HasDim, Shape};
 use crate::named_tensor::Tensor;
 use crate::tensor::{DynTensor, or_panic};
@@ -29,10 +29,11 @@ use crate::tensor::{DynTensor, or_panic};
 /// layer.
 ///
 /// ```
-/// use namedtensor::nn::TransformerBlock;
+/// use namedtensor::nn::{TransformerBlock, TransformerConfig};
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, Seq, Model, Heads, HeadDim, Hidden }
-/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(8, 2, 32, 0.0, 0).causal(true);
+/// let config = TransformerConfig { model: 8, heads: 2, hidden: 32, dropout: 0.0, causal: true };
+/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config, 0);
 /// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([3, 5, 8], 1);
 /// let y = block.forward(&x, Seq);
 /// assert_eq!(y.names(), ["Batch", "Seq", "Model"]);
@@ -62,23 +63,32 @@ where
     (Hidden, Model): Shape,
     (Model, Hidden): Shape,
 {
-    /// A layer over a model dim of `model` entries split into `heads` heads, a feed-forward
-    /// network of `hidden` entries and dropout probability `dropout`, initialised as PyTorch
-    /// does from `seed`; not causal. Panics where [`TransformerBlock::try_new`] fails.
+    /// A layer of the sizes and options in `config`, initialised as PyTorch does from `seed`.
+    /// Panics where [`TransformerBlock::try_new`] fails.
     #[track_caller]
-    pub fn new(model: usize, heads: usize, hidden: usize, dropout: f64, seed: u64) -> Self {
-        or_panic(Self::try_new(model, heads, hidden, dropout, seed))
+    pub fn new(config: TransformerConfig, seed: u64) -> Self {
+        or_panic(Self::try_new(config, seed))
     }
 
-    /// [`TransformerBlock::new`], or an error when `heads` does not divide `model` or
-    /// `dropout` is not a probability.
-    pub fn try_new(
-        model: usize,
-        heads: usize,
-        hidden: usize,
-        dropout: f64,
-        seed: u64,
-    ) -> Result<Self> {
+    /// [`TransformerBlock::new`], or an error when a size is 0, `heads` does not divide
+    /// `model` or `dropout` is not a probability.
+    pub fn try_new(config: TransformerConfig, seed: u64) -> Result<Self> {
+        let TransformerConfig {
+            model,
+            heads,
+            hidden,
+            dropout,
+            causal,
+        } = config;
+        for (field, size) in [("model", model), ("heads", heads), ("hidden", hidden)] {
+            if size == 0 {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "TransformerBlock",
+                    format!("TransformerConfig::{field} is 0; every size must be set"),
+                ));
+            }
+        }
         Ok(TransformerBlock {
             norm1: LayerNorm::new(model),
             attn: MultiHeadAttention::try_new(model, heads, derive_seed(seed, 0))?,
@@ -86,7 +96,51 @@ where
             ff1: Linear::new(model, hidden, derive_seed(seed, 1)),
             ff2: Linear::new(hidden, model, derive_seed(seed, 2)),
             dropout: Dropout::try_new(dropout, derive_seed(seed, 3))?,
-        })
+        }
+        .causal(causal))
+    }
+}
+
+/// The sizes and options of a [`TransformerBlock`], by name: PyTorch's
+/// `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout)` arguments, so that
+/// two sizes cannot be swapped by position. The sizes have no default (0, which
+/// [`TransformerBlock::try_new`] refuses); `dropout` is PyTorch's 0.1 by default.
+///
+/// ```
+/// use namedtensor::nn::{TransformerBlock, TransformerConfig};
+/// use namedtensor::dims;
+/// dims! { Model, Heads, HeadDim, Hidden }
+/// let config = TransformerConfig { model: 64, heads: 4, hidden: 256, ..Default::default() };
+/// assert_eq!(config.dropout, 0.1);
+/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config, 0);
+/// assert_eq!(block.ff1.weight.shape(), &[256, 64]);
+/// let unset = TransformerConfig { model: 64, heads: 4, ..Default::default() };
+/// let e = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(unset, 0).err().unwrap();
+/// assert!(e.to_string().contains("TransformerConfig::hidden is 0"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransformerConfig {
+    /// Entries along the model dim (`d_model`).
+    pub model: usize,
+    /// Attention heads (`nhead`); must divide `model`.
+    pub heads: usize,
+    /// Entries along the feed-forward network's hidden dim (`dim_feedforward`).
+    pub hidden: usize,
+    /// Dropout probability after attention, in the network and after it.
+    pub dropout: f64,
+    /// Whether each position attends only to itself and earlier ones (a decoder-only layer).
+    pub causal: bool,
+}
+
+impl Default for TransformerConfig {
+    fn default() -> Self {
+        TransformerConfig {
+            model: 0,
+            heads: 0,
+            hidden: 0,
+            dropout: 0.1,
+            causal: false,
+        }
     }
 }
 
@@ -132,10 +186,11 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
     /// [`AttentionMasks`]). Panics where [`TransformerBlock::try_forward_masked`] fails.
     ///
     /// ```
-    /// use namedtensor::nn::{AttentionMasks, TransformerBlock};
+    /// use namedtensor::nn::{AttentionMasks, TransformerBlock, TransformerConfig};
     /// use namedtensor::{dims, Tensor};
     /// dims! { Batch, Seq, Model, Heads, HeadDim, Hidden }
-    /// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(8, 2, 16, 0.0, 0);
+    /// let config = TransformerConfig { model: 8, heads: 2, hidden: 16, dropout: 0.0, causal: false };
+    /// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config, 0);
     /// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([2, 3, 8], 1);
     /// let pad = Tensor::<bool, (Batch, Seq)>::from_vec(vec![false, false, true, false, false, false], [2, 3]);
     /// let y = block.forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&pad));

@@ -627,7 +627,16 @@ mod ddp {
         fn new(seed: u64) -> Classifier {
             Classifier {
                 embed: namedtensor::nn::Embedding::new(11, 8, seed),
-                block: namedtensor::nn::TransformerBlock::new(8, 2, 16, 0.0, seed + 1),
+                block: namedtensor::nn::TransformerBlock::new(
+                    namedtensor::nn::TransformerConfig {
+                        model: 8,
+                        heads: 2,
+                        hidden: 16,
+                        dropout: 0.0,
+                        causal: false,
+                    },
+                    seed + 1,
+                ),
                 head: Linear::new(8, 3, seed + 2),
             }
         }

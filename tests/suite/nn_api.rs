@@ -543,17 +543,24 @@ fn attention_checks_its_geometry_and_names_its_parameters() {
 #[test]
 fn transformer_block_names_its_parts_checks_sizes_and_drops_only_in_training() {
     dims! { Heads, HeadDim }
-    use namedtensor::nn::TransformerBlock;
-    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(10, 3, 8, 0.0, 0);
+    use namedtensor::nn::{TransformerBlock, TransformerConfig};
+    let config = |model, heads, hidden, dropout| TransformerConfig {
+        model,
+        heads,
+        hidden,
+        dropout,
+        causal: false,
+    };
+    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(config(10, 3, 8, 0.0), 0);
     assert!(
         bad.err()
             .unwrap()
             .to_string()
             .contains("3 heads do not divide")
     );
-    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(8, 2, 8, 1.5, 0);
+    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(config(8, 2, 8, 1.5), 0);
     assert!(bad.err().unwrap().to_string().contains("p = 1.5"));
-    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(8, 2, 16, 0.5, 0);
+    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config(8, 2, 16, 0.5), 0);
     let names: Vec<String> = block.parameters().into_iter().map(|p| p.name).collect();
     assert_eq!(names.len(), 16);
     assert_eq!(names[0], "norm1.weight");

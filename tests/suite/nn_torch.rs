@@ -6,7 +6,7 @@
 use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
 use namedtensor::nn::{
     AttentionMasks, AvgPool2d, Conv2d, Embedding, LayerNorm, Linear, MaxPool2d, Module,
-    MultiHeadAttention, RmsNorm, TransformerBlock,
+    MultiHeadAttention, RmsNorm, TransformerBlock, TransformerConfig,
 };
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{
@@ -306,52 +306,10 @@ fn convolutions_pools_and_unfold_forward_and_backward() {
 #[test]
 fn multi_head_attention_matches_pytorch_causal_or_not() {
     for (case, causal) in [("mha", false), ("mha_causal", true)] {
-        let p = |k: &str| get(&format!("{case}/param/{k}"));
-        let g = |k: &str| get(&format!("{case}/grad/{k}"));
-        // PyTorch's in_proj rows are q, k, v; each [8, 8] is (Heads, HeadDim) × Model.
-        let rows = |t: &T, i: isize| t.narrow(0, 8 * i, 8).contiguous();
-        let (w, b) = (p("in_proj_weight"), p("in_proj_bias"));
-        let attn = MultiHeadAttention::<Model, Heads, HeadDim, f64>::try_from_parameters(
-            [0, 1, 2].map(|i| rows(&w, i).reshape(&[2, 4, 8]).refine_names()),
-            [0, 1, 2].map(|i| rows(&b, i).reshape(&[2, 4]).refine_names()),
-            p("out_proj.weight").reshape(&[8, 2, 4]).refine_names(),
-            p("out_proj.bias").refine_names(),
-        )
-        .unwrap()
-        .causal(causal);
+        let attn = attention_from_fixture(case).causal(causal);
         let x = named::<(Batch, Seq, Model)>(leaf(&format!("{case}/x")));
         let y = attn.forward(&x, Seq);
-        close(case, y.as_dyn(), &get(&format!("{case}/y")), 1e-12);
-        (y.as_dyn() * &get(&format!("{case}/r"))).sum().backward();
-        close(case, &x.grad().unwrap().into_dyn(), &g("x"), 1e-12);
-        let gw = DynTensor::cat(
-            &[&attn.q, &attn.k, &attn.v]
-                .map(|t| t.grad().unwrap().into_dyn().reshape(&[8, 8]))
-                .iter()
-                .collect::<Vec<_>>(),
-            0,
-        );
-        close(case, &gw, &g("in_proj_weight"), 1e-12);
-        let gb = DynTensor::cat(
-            &[&attn.q_bias, &attn.k_bias, &attn.v_bias]
-                .map(|t| t.grad().unwrap().into_dyn().reshape(&[8]))
-                .iter()
-                .collect::<Vec<_>>(),
-            0,
-        );
-        close(case, &gb, &g("in_proj_bias"), 1e-12);
-        close(
-            case,
-            &attn.out.grad().unwrap().into_dyn().reshape(&[8, 8]),
-            &g("out_proj.weight"),
-            1e-12,
-        );
-        close(
-            case,
-            &attn.out_bias.grad().unwrap().into_dyn(),
-            &g("out_proj.bias"),
-            1e-12,
-        );
+        check_attention_gradients(case, &attn, &x, &y);
         // Sequence first: the same numbers, found by name.
         let sbm = x.detach().align_to::<(Seq, Batch, Model)>();
         let y2 = attn.forward(&sbm, Seq).align_to::<(Batch, Seq, Model)>();
@@ -998,23 +956,40 @@ fn attention_masks_that_do_not_fit_are_errors_naming_the_dim() {
 
 #[test]
 fn transformer_block_key_padding_matches_pytorch() {
-    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::new(8, 2, 16, 0.0, 0);
+    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::new(torch_layer(false), 0);
     set_parameters(&block, "block_masked", "param");
     let x = named::<(Batch, Seq, Model)>(leaf("block_masked/x"));
     let y = block.forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&key_padding()));
-    close("block_masked", y.as_dyn(), &get("block_masked/y"), 1e-12);
-    (y.as_dyn() * &get("block_masked/r")).sum().backward();
-    close(
-        "block_masked x",
-        &x.grad().unwrap().into_dyn(),
-        &get("block_masked/grad/x"),
-        1e-12,
-    );
+    check_block_gradients("block_masked", &block, &x, &y);
+}
+
+/// The fixtures' `TransformerEncoderLayer(8, 2, 16, dropout=0.0)`.
+fn torch_layer(causal: bool) -> TransformerConfig {
+    TransformerConfig {
+        model: 8,
+        heads: 2,
+        hidden: 16,
+        dropout: 0.0,
+        causal,
+    }
+}
+
+/// Output and every gradient of `block` on the fixture `case` against PyTorch's.
+fn check_block_gradients(
+    case: &str,
+    block: &TransformerBlock<Model, Heads, HeadDim, Hidden, f64>,
+    x: &Tensor<f64, (Batch, Seq, Model)>,
+    y: &Tensor<f64, (Batch, Seq, Model)>,
+) {
+    close(case, y.as_dyn(), &get(&format!("{case}/y")), 1e-12);
+    (y.as_dyn() * &get(&format!("{case}/r"))).sum().backward();
+    let x_grad = x.grad().unwrap().into_dyn();
+    close(case, &x_grad, &get(&format!("{case}/grad/x")), 1e-12);
     for p in block.parameters() {
         close(
-            &format!("block_masked {}", p.name),
+            &format!("{case} {}", p.name),
             &p.tensor.grad().unwrap(),
-            &get(&format!("block_masked/grad/{}", p.name)),
+            &get(&format!("{case}/grad/{}", p.name)),
             1e-12,
         );
     }
@@ -1032,27 +1007,11 @@ fn set_parameters<E: Float>(model: &impl Module<E>, case: &str, what: &str) {
 
 #[test]
 fn transformer_block_matches_pytorch_encoder_layer() {
-    let block =
-        TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::new(8, 2, 16, 0.0, 0).causal(true);
+    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::new(torch_layer(true), 0);
     set_parameters(&block, "block", "param");
     let x = named::<(Batch, Seq, Model)>(leaf("block/x"));
     let y = block.forward(&x, Seq);
-    close("block", y.as_dyn(), &get("block/y"), 1e-12);
-    (y.as_dyn() * &get("block/r")).sum().backward();
-    close(
-        "block x",
-        &x.grad().unwrap().into_dyn(),
-        &get("block/grad/x"),
-        1e-12,
-    );
-    for p in block.parameters() {
-        close(
-            &format!("block {}", p.name),
-            &p.tensor.grad().unwrap(),
-            &get(&format!("block/grad/{}", p.name)),
-            1e-12,
-        );
-    }
+    check_block_gradients("block", &block, &x, &y);
     // Sequence first: the same numbers, found by name.
     let y2 = block
         .forward(&x.detach().align_to::<(Seq, Batch, Model)>(), Seq)
