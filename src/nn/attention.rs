@@ -1,8 +1,8 @@
 //! [`MultiHeadAttention`]: scaled dot-product self-attention over a named sequence dim, with
 //! the model dim split into `(Heads, HeadDim)` by its parameters' names.
 
-use super::attention_mask::{AttentionMasks, KeyPaddingMask, QueryKeyMask};
-use super::conv::{batched_like, with_last};
+use super::attention_mask::{AttentionMasks, KeyPaddingMask, MaskElement, QueryKeyMask};
+use super::conv::{batched_like, distinct_axes, with_last};
 use super::init::{derive_seed, fan_in_bound, uniform};
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
@@ -163,15 +163,12 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
     pub fn try_forward<Seq: Dim, S, P: DimTuple>(
         &self,
         x: &Tensor<E, S, P>,
-        _seq: Seq,
+        seq: Seq,
     ) -> Result<Tensor<E, S, P>>
     where
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
-        let model = self.q.shape()[2];
-        over_sequence::<E, Seq, Model, S, P>("MultiHeadAttention", x, model, |t| {
-            self.attend(t, None)
-        })
+        self.try_forward_masked(x, seq, &AttentionMasks::new())
     }
 
     /// Self-attention of `x` along `Seq` under `masks` (key padding and/or (query, key)
@@ -207,14 +204,12 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
         A: QueryKeyMask<E, Seq>,
     {
         let model = self.q.shape()[2];
-        let bias =
-            sequence_bias::<E, Seq, Model, S, P, K, A>("MultiHeadAttention", x, model, masks)?;
-        over_sequence::<E, Seq, Model, S, P>("MultiHeadAttention", x, model, |t| {
-            self.attend(t, bias.as_ref())
+        over_sequence::<E, Seq, Model, S, P, K, A>("MultiHeadAttention", x, model, masks, |t, b| {
+            self.attend(t, b)
         })
     }
 
-    /// `[N, S, M]` to `[N, S, M]`, with `bias` (from [`sequence_bias`], `[N or 1, 1, S or 1,
+    /// `[N, S, M]` to `[N, S, M]`, with `bias` (from [`over_sequence`], `[N or 1, 1, S or 1,
     /// S]`) added to the scores.
     pub(super) fn attend(
         &self,
@@ -253,9 +248,7 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
                 .try_softmax(-1)?,
             None => scores.try_softmax(-1)?,
             Some(bias) if self.is_causal => {
-                let causal = DynTensor::<E>::full(&[1, 1, len as usize, len as usize], E::ZERO)
-                    .to_device(scores.device())?
-                    .try_masked_fill(&later()?, neg_inf)?;
+                let causal = <bool as MaskElement<E>>::additive(&later()?)?;
                 masked_softmax(&scores, &bias.try_add(&causal)?)?
             }
             Some(bias) => masked_softmax(&scores, bias)?,
@@ -286,16 +279,19 @@ fn masked_softmax<E: Float>(scores: &DynTensor<E>, bias: &DynTensor<E>) -> Resul
         .try_masked_fill(&empty, E::ZERO)
 }
 
-/// The key padding and attention masks of `masks` for `x`, summed into one additive mask in
-/// the layout [`over_sequence`] gives `x` (`[N, S, M]`): `[N or 1, 1, S or 1, S]`,
-/// broadcasting over heads; `None` without masks. Errors as [`over_sequence`]'s, checked
-/// first, then a mask's sizes that do not fit `x`'s.
-pub(super) fn sequence_bias<E: Float, Seq: Dim, Model: Dim, S, P: DimTuple, K, A>(
+/// `f` applied to `x` seen as `[N, S, M]` (`Seq` and `Model` moved last, every other dim
+/// flattened into `N`) and to `masks` summed into one additive mask in that layout, `[N or
+/// 1, 1, S or 1, S]` (broadcasting over heads; `None` without masks); `f`'s `[N, S, M]` result
+/// is put back in `x`'s order. An error naming `Model` when its size in `x` is not `model`,
+/// when `Seq` and `Model` are the same dim, or naming the dim where a mask does not fit `x`,
+/// all before `f` runs.
+pub(super) fn over_sequence<E: Float, Seq: Dim, Model: Dim, S, P: DimTuple, K, A>(
     op: &'static str,
     x: &Tensor<E, S, P>,
     model: usize,
     masks: &AttentionMasks<K, A>,
-) -> Result<Option<DynTensor<E>>>
+    f: impl FnOnce(&DynTensor<E>, Option<&DynTensor<E>>) -> Result<DynTensor<E>>,
+) -> Result<Tensor<E, S, P>>
 where
     S: HasDim<Seq, P> + HasDim<Model, P>,
     K: KeyPaddingMask<E, S, P, Seq, Model>,
@@ -305,14 +301,19 @@ where
         <S as HasDim<Seq, P>>::AXIS as usize,
         <S as HasDim<Model, P>>::AXIS as usize,
     ];
-    check_model::<Model>(op, x.shape()[axes[1]], model)?;
-    if axes[0] == axes[1] {
+    let names = [Seq::NAME, Model::NAME];
+    let size = x.shape()[axes[1]];
+    if size != model {
         return Err(Error::new(
-            ErrorKind::InvalidArgument,
+            ErrorKind::ShapeMismatch,
             op,
-            format!("the layer names the dim `{}` twice", Seq::NAME),
+            format!(
+                "the input has {size} entries along `{}` but the layer has {model}",
+                Model::NAME
+            ),
         ));
     }
+    distinct_axes(op, &axes, &names)?;
     let len = x.shape()[axes[0]];
     // `[N', S', 1]` (N' is N or 1, S' is S or 1) → `[N', 1, 1, S']`: per batch entry, over
     // keys.
@@ -332,44 +333,13 @@ where
         ),
         None => None,
     };
-    Ok(match (padding, pairs) {
+    let bias = match (padding, pairs) {
         (Some(a), Some(b)) => Some(a.try_add(&b)?),
         (a, b) => a.or(b),
-    })
-}
-
-/// `f` applied to `x` seen as `[N, S, M]`: `Seq` and `Model` moved last and every other dim
-/// flattened into `N`; `f`'s `[N, S, M]` result is put back in `x`'s order. An error naming
-/// `Model` when its size in `x` is not `model` (checked before `f` runs), or when `Seq` and
-/// `Model` are the same dim.
-pub(super) fn over_sequence<E: Float, Seq: Dim, Model: Dim, S, P: DimTuple>(
-    op: &'static str,
-    x: &Tensor<E, S, P>,
-    model: usize,
-    f: impl FnOnce(&DynTensor<E>) -> Result<DynTensor<E>>,
-) -> Result<Tensor<E, S, P>>
-where
-    S: HasDim<Seq, P> + HasDim<Model, P>,
-{
-    let axes = [<S as HasDim<Seq, P>>::AXIS, <S as HasDim<Model, P>>::AXIS];
-    check_model::<Model>(op, x.shape()[axes[1] as usize], model)?;
-    let y = with_last(op, x.as_dyn(), &axes, [Seq::NAME, Model::NAME], f)?;
+    };
+    let axes = axes.map(|a| a as isize);
+    let y = with_last(op, x.as_dyn(), &axes, names, |t| f(t, bias.as_ref()))?;
     Ok(Tensor::wrap(y))
-}
-
-/// An error naming `Model` when the input's `size` along it is not the layer's `model`.
-fn check_model<Model: Dim>(op: &'static str, size: usize, model: usize) -> Result<()> {
-    if size == model {
-        return Ok(());
-    }
-    Err(Error::new(
-        ErrorKind::ShapeMismatch,
-        op,
-        format!(
-            "the input has {size} entries along `{}` but the layer has {model}",
-            Model::NAME
-        ),
-    ))
 }
 
 impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> Module<E>

@@ -193,15 +193,8 @@ pub(super) fn with_last<E: Float>(
     names: impl AsRef<[&'static str]>,
     f: impl FnOnce(&DynTensor<E>) -> Result<DynTensor<E>>,
 ) -> Result<DynTensor<E>> {
-    let names = names.as_ref();
     let axes: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
-    if let Some(i) = (1..axes.len()).find(|&i| axes[..i].contains(&axes[i])) {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            op,
-            format!("the layer names the dim `{}` twice", names[i]),
-        ));
-    }
+    distinct_axes(op, &axes, names.as_ref())?;
     let rank = x.dim();
     let (rest, perm) = last_order(rank, &axes);
     let n: usize = rest.iter().map(|&a| x.shape()[a]).product();
@@ -217,6 +210,23 @@ pub(super) fn with_last<E: Float>(
         back[a as usize] = pos as isize;
     }
     y.try_permute(&back)
+}
+
+/// An error naming the dim when an axis of `axes` (the dims `names`) repeats an earlier one:
+/// a layer given the same dim for two roles.
+pub(super) fn distinct_axes(
+    op: &'static str,
+    axes: &[usize],
+    names: &[&'static str],
+) -> Result<()> {
+    match (1..axes.len()).find(|&i| axes[..i].contains(&axes[i])) {
+        Some(i) => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!("the layer names the dim `{}` twice", names[i]),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The axes of a rank-`rank` tensor other than `axes`, in order, and the permutation that

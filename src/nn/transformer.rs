@@ -1,7 +1,7 @@
 //! [`TransformerBlock`]: a pre-norm transformer layer (self-attention, then a feed-forward
 //! network, each added to its input) over a named sequence dim.
 
-use super::attention::{MultiHeadAttention, over_sequence, sequence_bias};
+use super::attention::{MultiHeadAttention, over_sequence};
 use super::attention_mask::{AttentionMasks, KeyPaddingMask, QueryKeyMask};
 use super::dropout::Dropout;
 use super::init::derive_seed;
@@ -172,13 +172,12 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
     pub fn try_forward<Seq: Dim, S, P: DimTuple>(
         &self,
         x: &Tensor<E, S, P>,
-        _seq: Seq,
+        seq: Seq,
     ) -> Result<Tensor<E, S, P>>
     where
         S: HasDim<Seq, P> + HasDim<Model, P>,
     {
-        let model = self.norm1.weight.shape()[0];
-        over_sequence::<E, Seq, Model, S, P>("TransformerBlock", x, model, |t| self.apply(t, None))
+        self.try_forward_masked(x, seq, &AttentionMasks::new())
     }
 
     /// The layer applied to `x` along `Seq`, its attention under `masks` (key padding and/or
@@ -224,10 +223,10 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
         K: KeyPaddingMask<E, S, P, Seq, Model>,
         A: QueryKeyMask<E, Seq>,
     {
-        const OP: &str = "TransformerBlock";
         let model = self.norm1.weight.shape()[0];
-        let bias = sequence_bias::<E, Seq, Model, S, P, K, A>(OP, x, model, masks)?;
-        over_sequence::<E, Seq, Model, S, P>(OP, x, model, |t| self.apply(t, bias.as_ref()))
+        over_sequence::<E, Seq, Model, S, P, K, A>("TransformerBlock", x, model, masks, |t, b| {
+            self.apply(t, b)
+        })
     }
 
     /// `[N, S, M]` to `[N, S, M]`, the attention's scores biased by `bias` (see
