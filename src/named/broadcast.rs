@@ -6,11 +6,12 @@
 //! is then broadcast over the other's private dims). A visible dimension of one operand
 //! may not be a private dimension of the other.
 
+use super::align::AlignTo;
 use super::assert::{NoMaskedLeak, Pass, PositionalMatch, PrivateDimsAgree, SameDimSet};
 use super::axes::{Alignment, Ids, alignment};
 use super::list::{
-    AfterPass, FirstIn, FirstNotIn, HNil, IsEmpty, ListOf, ReverseOnto, Reversed, SameList, Then,
-    Union, ZipFromRight,
+    AfterPass, FirstIn, FirstNotIn, HCons, HNil, IsEmpty, ListOf, ReverseOnto, Reversed, SameList,
+    Then, Union, ZipFromRight,
 };
 use super::logic::Bool;
 use super::shape::{Shape, ToTuple, Tuple};
@@ -91,12 +92,12 @@ where
     ListOf<P2>: IsEmpty,
     JoinedPrivate<P1, P2>: Shape,
     PrivateAgree<P1, P2>: PrivateDimsAgree<P1, P2>,
-    ListOf<S1>: Union<ListOf<S2>>,
-    <ListOf<S1> as Union<ListOf<S2>>>::Out: ToTuple + FirstIn<ListOf<JoinedPrivate<P1, P2>>>,
-    Tuple<<ListOf<S1> as Union<ListOf<S2>>>::Out>: Shape,
-    Leak<<ListOf<S1> as Union<ListOf<S2>>>::Out, P1, P2>: NoMaskedLeak<JoinedPrivate<P1, P2>>,
+    ListOf<S1>: ByNameDims<ListOf<S2>>,
+    <ListOf<S1> as ByNameDims<ListOf<S2>>>::Out: ToTuple + FirstIn<ListOf<JoinedPrivate<P1, P2>>>,
+    Tuple<<ListOf<S1> as ByNameDims<ListOf<S2>>>::Out>: Shape,
+    Leak<<ListOf<S1> as ByNameDims<ListOf<S2>>>::Out, P1, P2>: NoMaskedLeak<JoinedPrivate<P1, P2>>,
 {
-    type Out = Tuple<<ListOf<S1> as Union<ListOf<S2>>>::Out>;
+    type Out = Tuple<<ListOf<S1> as ByNameDims<ListOf<S2>>>::Out>;
     type Private = JoinedPrivate<P1, P2>;
     const LHS: Alignment = alignment(
         Ids::concat(P1::IDS, S1::IDS).as_slice(),
@@ -110,6 +111,74 @@ where
 
 const fn result_ids<P: Shape, S: Shape>() -> Ids {
     Ids::concat(P::IDS, S::IDS)
+}
+
+/// The message generic code sees when it calls elementwise arithmetic without its bound.
+/// The algebra is total on concrete lists, so these traits, implemented for both list
+/// constructors, are unmet only for the list of a generic shape, the left operand's (by
+/// name) or the right's (strict): there the error names the bound to add, not the list
+/// algebra (see `list_trait!` in [`list`](super::list) for the other operations).
+macro_rules! elementwise_operand {
+    ($(#[$attr:meta])* pub trait $name:ident<L> { $($body:tt)* }) => {
+        $(#[$attr])*
+        #[doc(hidden)]
+        #[diagnostic::on_unimplemented(
+            message = "elementwise math between tensors of generic dims needs a bound: `X: Elementwise` where both tensors have the dims `X`",
+            label = "the dims of a generic shape are not known here",
+            note = "`X: Elementwise` allows `+ - * /`, their strict forms (`add_strict`, …), comparisons and `where_` between two `Tensor<E, X>` and keeps the dims `X`; operands with other dims need `S: Broadcast<S2>` (by name) or `S: SameDims<S2>` (strict): see \"Generic code\" in the docs of `namedtensor::named`",
+            note = "the bound rustc suggests below is the library's internal list algebra: state `Elementwise` (or `Broadcast`, `SameDims`) instead"
+        )]
+        pub trait $name<L> { $($body)* }
+    };
+}
+
+elementwise_operand! {
+    /// The by-name result list, `Self` then what `L` adds ([`Union`]), dispatched on
+    /// `Self`'s constructor.
+    pub trait ByNameDims<L> {
+        type Out;
+    }
+}
+
+impl<L> ByNameDims<L> for HNil
+where
+    HNil: Union<L>,
+{
+    type Out = <HNil as Union<L>>::Out;
+}
+
+impl<H, T, L> ByNameDims<L> for HCons<H, T>
+where
+    HCons<H, T>: Union<L>,
+{
+    type Out = <HCons<H, T> as Union<L>>::Out;
+}
+
+elementwise_operand! {
+    /// The first dim of `Self` missing from `L` and the first of `L` missing from `Self`
+    /// (each [`Pass`] if none), dispatched on `Self`'s constructor.
+    pub trait StrictDims<L> {
+        type Missing;
+        type Extra;
+    }
+}
+
+impl<L> StrictDims<L> for HNil
+where
+    HNil: FirstNotIn<L>,
+    L: FirstNotIn<HNil>,
+{
+    type Missing = <HNil as FirstNotIn<L>>::Out;
+    type Extra = <L as FirstNotIn<HNil>>::Out;
+}
+
+impl<H, T, L> StrictDims<L> for HCons<H, T>
+where
+    HCons<H, T>: FirstNotIn<L>,
+    L: FirstNotIn<HCons<H, T>>,
+{
+    type Missing = <HCons<H, T> as FirstNotIn<L>>::Out;
+    type Extra = <L as FirstNotIn<HCons<H, T>>>::Out;
 }
 
 /// The strict elementwise form: `S2` must have exactly `Self`'s dims, in any order. The
@@ -159,12 +228,13 @@ where
     ListOf<P2>: IsEmpty,
     JoinedPrivate<P1, P2>: Shape,
     PrivateAgree<P1, P2>: PrivateDimsAgree<P1, P2>,
-    ListOf<S2>: FirstNotIn<ListOf<S1>>,
-    ListOf<S1>: FirstNotIn<ListOf<S2>>,
-    <ListOf<S2> as FirstNotIn<ListOf<S1>>>::Out:
-        SameDimSet<S1, S2> + AfterPass<<ListOf<S1> as FirstNotIn<ListOf<S2>>>::Out>,
-    Then<<ListOf<S2> as FirstNotIn<ListOf<S1>>>::Out, <ListOf<S1> as FirstNotIn<ListOf<S2>>>::Out>:
-        SameDimSet<S1, S2>,
+    ListOf<S2>: StrictDims<ListOf<S1>>,
+    <ListOf<S2> as StrictDims<ListOf<S1>>>::Missing:
+        SameDimSet<S1, S2> + AfterPass<<ListOf<S2> as StrictDims<ListOf<S1>>>::Extra>,
+    Then<
+        <ListOf<S2> as StrictDims<ListOf<S1>>>::Missing,
+        <ListOf<S2> as StrictDims<ListOf<S1>>>::Extra,
+    >: SameDimSet<S1, S2>,
 {
     type Private = JoinedPrivate<P1, P2>;
     const LHS: Alignment = alignment(
@@ -175,6 +245,53 @@ where
         Ids::concat(P2::IDS, S2::IDS).as_slice(),
         result_ids::<Self::Private, S1>().as_slice(),
     );
+}
+
+/// Elementwise math between two tensors of the same dims `Self` (and private dims `P`),
+/// which keeps those dims: the one bound generic code states for `&a * &b`, `a + &b`,
+/// `add_strict`, comparisons and `where_` where both operands are a `Tensor<E, X, P>` with
+/// a generic `X`. Every concrete shape has it.
+///
+/// It stands for [`Broadcast<X, P, P, Out = X, Private = P>`](Broadcast),
+/// [`SameDims<X, P, P, Private = P>`](SameDims) and [`AlignTo<X>`](AlignTo) (for a
+/// condition of dims `X`): rustc cannot see that a generic `X` broadcast with itself is
+/// `X`, so the bound states it once.
+///
+/// ```
+/// use namedtensor::named::{Contract, Dim, Elementwise};
+/// use namedtensor::nn::Linear;
+/// use namedtensor::Tensor;
+/// namedtensor::dims! { Batch, Model, Hidden }
+///
+/// /// `value(x) * sigmoid(gate(x))`, generic over the input's dims.
+/// fn gated<In: Dim, Out: Dim, S, X>(
+///     value: &Linear<In, Out>,
+///     gate: &Linear<In, Out>,
+///     x: &Tensor<f32, S>,
+/// ) -> Tensor<f32, X>
+/// where
+///     S: Contract<In, (Out, In), Out = X, Private = ()>,
+///     X: Elementwise,
+/// {
+///     value.forward(x) * gate.forward(x).sigmoid()
+/// }
+///
+/// let (value, gate) = (Linear::<Model, Hidden>::new(4, 3, 0), Linear::new(4, 3, 1));
+/// let x = Tensor::<f32, (Batch, Model)>::ones([2, 4]);
+/// let y: Tensor<f32, (Batch, Hidden)> = gated(&value, &gate, &x);
+/// assert_eq!(y.shape(), &[2, 3]);
+/// ```
+pub trait Elementwise<P: Shape = ()>:
+    Sized
+    + Broadcast<Self, P, P, Out = Self, Private = P>
+    + SameDims<Self, P, P, Private = P>
+    + AlignTo<Self>
+{
+}
+
+impl<S, P: Shape> Elementwise<P> for S where
+    S: Broadcast<S, P, P, Out = S, Private = P> + SameDims<S, P, P, Private = P> + AlignTo<S>
+{
 }
 
 /// The zipped, right-aligned dims of `S1` and `S2`, still reversed.

@@ -33,7 +33,7 @@ macro_rules! list_trait {
         #[diagnostic::on_unimplemented(
             message = "a named operation on a generic shape needs its bound: add it to the `where` clause, e.g. `S: ReduceOver<D>` for `x.sum::<D>()`",
             label = "the dims of a generic shape are not known here",
-            note = "every named operation has a trait to state in generic code, whose `Out` is the result's dims: `HasDim<D>` (size, softmax, narrow, cumsum, cat), `ReduceOver<R>` (sum, mean, var, …), `RemoveDim<D>` (select, unbind, max along a dim), `Contract<K, S2>` (dot), `MatMul<S2>` (matmul), `Broadcast<S2>` (arithmetic), `AlignTo<T>`, `PermuteTo<T>`, `Rename<Old, New>`, `ReplaceDim<D, With>` (split), `MergeDims<Src, New>` (merge), `MaskDims<R>`: see \"Generic code\" in the docs of `namedtensor::named`",
+            note = "every named operation has a trait to state in generic code, whose `Out` is the result's dims: `HasDim<D>` (size, softmax, narrow, cumsum, cat), `ReduceOver<R>` (sum, mean, var, …), `RemoveDim<D>` (select, unbind, max along a dim), `Contract<K, S2>` (dot), `MatMul<S2>` (matmul), `Elementwise` (arithmetic on two tensors of the same dims), `Broadcast<S2>` (arithmetic by name), `AlignTo<T>`, `PermuteTo<T>`, `Rename<Old, New>`, `ReplaceDim<D, With>` (split), `MergeDims<Src, New>` (merge), `MaskDims<R>`: see \"Generic code\" in the docs of `namedtensor::named`",
             note = "the bound rustc suggests below is the library's internal list algebra: state the operation's trait instead"
         )]
         pub trait $name $(<$($param),+>)? { $($body)* }

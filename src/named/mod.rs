@@ -49,7 +49,8 @@
 //! | `select`, `unbind`, `max`/`min` along `D` | `S: RemoveDim<D>` |
 //! | `dot(K, &other)` | `S: Contract<K, S2>` |
 //! | `matmul(&other)` | `S: MatMul<S2>` |
-//! | arithmetic and comparisons between two tensors | `S: Broadcast<S2>` |
+//! | arithmetic, comparisons, `where_` between two tensors of the same dims `X` | `X: Elementwise` |
+//! | the same between tensors of other dims (by name / strict) | `S: Broadcast<S2>` / `S: SameDims<S2>` |
 //! | `align_to`, `align_as` / `permute` | `S: AlignTo<T>` / `S: PermuteTo<T>` |
 //! | `rename` | `S: Rename<Old, New>` |
 //! | `split` / `merge` | `S: ReplaceDim<D, With>` / `S: MergeDims<Src, New>` |
@@ -63,10 +64,12 @@
 //! happens at each use with concrete dims. Leaving a bound out is an error whose first
 //! line says so (the list traits that rustc's own suggestion names are internal). An
 //! operation that produces private dims is bounded with them, e.g. `Contract<H, K, Private
-//! = ()>`.
+//! = ()>`, and naming the result's dims (`Out = X`) lets the next operation's bound be on
+//! `X`, as in the gated layer below.
 //!
 //! ```
-//! use namedtensor::named::{Contract, Dim, HasDim, ReduceOver, Shape};
+//! use namedtensor::named::{Contract, Dim, Elementwise, HasDim, ReduceOver, Shape};
+//! use namedtensor::nn::Linear;
 //! use namedtensor::Tensor;
 //! namedtensor::dims! { Batch, Seq, Query, Key, Hidden }
 //!
@@ -98,6 +101,23 @@
 //!         self.weight.to_vec().iter().sum()
 //!     }
 //! }
+//! /// `value(x) * sigmoid(gate(x)) + skip(x)` for any dims that have `In`: the layers'
+//! /// result is named `X` (`Out = X`), and `X: Elementwise` allows `*` and the strict `+`.
+//! struct Gated<In: Dim, Out: Dim> {
+//!     value: Linear<In, Out>,
+//!     gate: Linear<In, Out>,
+//!     skip: Linear<In, Out>,
+//! }
+//! impl<In: Dim, Out: Dim> Gated<In, Out> {
+//!     fn forward<S, X>(&self, x: &Tensor<f32, S>) -> Tensor<f32, X>
+//!     where
+//!         S: Contract<In, (Out, In), Out = X, Private = ()>,
+//!         X: Elementwise,
+//!     {
+//!         let gated = self.value.forward(x) * self.gate.forward(x).sigmoid();
+//!         gated.add_strict(&self.skip.forward(x))
+//!     }
+//! }
 //!
 //! let x = Tensor::<f32, (Batch, Seq, Hidden)>::ones([2, 3, 4]);
 //! let p: Tensor<f32, (Batch, Hidden)> = pooled::<_, Seq>(&x);
@@ -109,6 +129,10 @@
 //! let layer = Layer::<Hidden, Key>::new(4, 5);
 //! assert_eq!(layer.weight.shape(), &[4, 5]);
 //! assert_eq!(layer.total(), 20.0);
+//! let (value, gate, skip) = (Linear::new(4, 5, 0), Linear::new(4, 5, 1), Linear::new(4, 5, 2));
+//! let gated = Gated::<Hidden, Key> { value, gate, skip };
+//! let y: Tensor<f32, (Batch, Seq, Key)> = gated.forward(&x);
+//! assert_eq!(y.shape(), &[2, 3, 5]);
 //! ```
 //!
 //! # How it works
@@ -150,7 +174,7 @@ mod reshape;
 pub use align::{AlignTo, PermuteTo};
 pub use assert::Pass;
 pub use axes::{Alignment, Axes, MAX_AXES};
-pub use broadcast::{Broadcast, BroadcastPositional, SameDims};
+pub use broadcast::{Broadcast, BroadcastPositional, Elementwise, SameDims};
 pub use contract::{Contract, Contraction, MatMul};
 pub use dim::{Dim, DimEq, Dims, NoDim};
 pub use mask::{MaskDims, MaskTo, Unmask};
@@ -168,7 +192,7 @@ pub use namedtensor_macros::__dims;
 #[doc(hidden)]
 pub use {
     align::{AlignToTarget, PermuteToTarget},
-    broadcast::{BroadcastPositionalRhs, BroadcastRhs, SameDimsRhs},
+    broadcast::{BroadcastPositionalRhs, BroadcastRhs, ByNameDims, SameDimsRhs, StrictDims},
     contract::{ContractRhs, MatMulRhs},
     dim::DimEqRest,
     mask::{MaskDimsArg, MaskToArg},

@@ -1,7 +1,7 @@
 // Generic named code: each operation is stated once as a bound in user terms, and the
 // result's dims are that bound's `Out`.
 use namedtensor::Tensor;
-use namedtensor::named::{Contract, Dim, HasDim, ReduceOver, Shape};
+use namedtensor::named::{Contract, Dim, Elementwise, HasDim, ReduceOver, Shape};
 use namedtensor::nn::{Linear, LinearOut};
 
 namedtensor::dims! { Batch, Seq, Query, Key, Hidden, Classes }
@@ -93,6 +93,35 @@ impl<In: Dim, Hid: Dim, Out: Dim> Mlp<In, Hid, Out> {
     }
 }
 
+/// A gated layer with a projected skip, generic over the input's other dims: the layers'
+/// result is named `X`, and `X: Elementwise` is the one bound elementwise math on two `X`
+/// tensors needs (by name, strict, comparisons, `where_`).
+struct Gated<In: Dim, Out: Dim> {
+    value: Linear<In, Out>,
+    gate: Linear<In, Out>,
+    skip: Linear<In, Out>,
+}
+
+impl<In: Dim, Out: Dim> Gated<In, Out> {
+    fn forward<S, X>(&self, x: &Tensor<f32, S>) -> Tensor<f32, X>
+    where
+        S: Contract<In, (Out, In), Out = X, Private = ()>,
+        X: Elementwise,
+    {
+        let gated = self.value.forward(x) * self.gate.forward(x).sigmoid();
+        let skip = self.skip.forward(x);
+        let out = gated.add_strict(&skip) - &skip * 0.5;
+        // Keep the larger of the two where it is positive: a comparison and `where_`.
+        let larger = out.gt(&skip);
+        out.where_(&larger, &skip)
+    }
+}
+
+/// A residual update of any dims: strict, so a mismatch would not compile at the call.
+fn residual<X: Elementwise>(x: &Tensor<f32, X>, update: &Tensor<f32, X>) -> Tensor<f32, X> {
+    x.add_strict(update) / 2.0
+}
+
 fn main() {
     let logits = Tensor::<f32, (Batch, Classes)>::zeros([2, 4]);
     assert_eq!(probabilities::<_, Classes>(&logits).to_vec()[0], 0.25);
@@ -109,4 +138,25 @@ fn main() {
     let mlp = Mlp::<Hidden, Key, Classes>::new([4, 5, 3], 0);
     let y: Tensor<f32, (Batch, Seq, Classes)> = mlp.forward(&x);
     assert_eq!(y.shape(), &[2, 3, 3]);
+
+    // The generic gated layer against the same math on concrete dims, element by element.
+    let gated = Gated::<Hidden, Key> {
+        value: Linear::new(4, 5, 1),
+        gate: Linear::new(4, 5, 2),
+        skip: Linear::new(4, 5, 3),
+    };
+    let x = Tensor::<f32, (Batch, Seq, Hidden)>::randn([2, 3, 4], 4);
+    let y: Tensor<f32, (Batch, Seq, Key)> = gated.forward(&x);
+    let (v, g, k) = (
+        gated.value.forward(&x).to_vec(),
+        gated.gate.forward(&x).to_vec(),
+        gated.skip.forward(&x).to_vec(),
+    );
+    for (i, &got) in y.to_vec().iter().enumerate() {
+        let out = v[i] / (1.0 + (-g[i]).exp()) + k[i] - 0.5 * k[i];
+        let want = if out > k[i] { out } else { k[i] };
+        assert!((got - want).abs() < 1e-5, "element {i}: {got} vs {want}");
+    }
+    let r = residual(&y, &y.map(|t| t.neg()));
+    assert_eq!(r.to_vec(), vec![0.0; 30]);
 }
