@@ -171,7 +171,7 @@ fn ddp(world: &Communicator) {
     let sync = || world.barrier().unwrap();
     let mut rows = Vec::new();
 
-    let bare = CharTransformer::<f32>::new(sizes, 0);
+    let bare = CharTransformer::<f32>::new(sizes);
     let mut opt = Adam::new(bare.parameters(), AdamConfig::adamw());
     rows.push((
         "bare model (no wrapper, no communication)".to_string(),
@@ -191,7 +191,7 @@ fn ddp(world: &Communicator) {
     // buckets go out while backward still runs.
     for cap in [dist::DEFAULT_BUCKET_CAP_BYTES, 64 << 10] {
         let model = DistributedDataParallel::with_bucket_cap(
-            CharTransformer::<f32>::new(sizes, 0),
+            CharTransformer::<f32>::new(sizes),
             world,
             cap,
         )
@@ -215,7 +215,7 @@ fn ddp(world: &Communicator) {
             ),
         ));
     }
-    let model = DistributedDataParallel::new(CharTransformer::<f32>::new(sizes, 0), world).unwrap();
+    let model = DistributedDataParallel::new(CharTransformer::<f32>::new(sizes), world).unwrap();
     let mut opt = Adam::new(model.parameters(), AdamConfig::adamw());
 
     // The overlap off: backward under no_sync, then every gradient in one all-reduce.

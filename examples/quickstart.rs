@@ -34,7 +34,7 @@ fn named() -> Result<(), namedtensor::Error> {
     // says what it does to names: (…, Features) -> (…, Classes).
     let x = img.merge::<(Channels, Rows, Cols), Features>(); // (Batch, Features)
     let labels = Tensor::<i64, (Batch,)>::from_vec(vec![0, 2], [2]);
-    let fc = Linear::<Features, Classes, f32>::new(48, 3, 0);
+    let fc = Linear::<Features, Classes, f32>::new(48, 3);
     let config = SgdConfig {
         lr: 0.01,
         momentum: 0.9,

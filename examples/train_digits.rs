@@ -51,10 +51,10 @@ impl Cnn {
     fn new(seed: u64) -> Cnn {
         let same = Window2d::new(3, 3).padding(1);
         Cnn {
-            conv1: Conv2d::new(1, 16, same, seed),
-            conv2: Conv2d::new(16, 32, same, seed + 1),
+            conv1: Conv2d::seeded(1, 16, same, seed),
+            conv2: Conv2d::seeded(16, 32, same, seed + 1),
             pool: MaxPool2d::new(2),
-            fc: Linear::new(128, 10, seed + 2),
+            fc: Linear::seeded(128, 10, seed + 2),
         }
     }
 }

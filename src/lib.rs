@@ -58,6 +58,7 @@ mod named_tensor;
 pub mod nn;
 pub mod ops;
 pub mod optim;
+pub mod random;
 pub mod storage;
 mod tensor;
 

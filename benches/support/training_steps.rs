@@ -30,8 +30,8 @@ fn digits() -> Examples {
 /// `nn_mlp_adamw_b32_64x128x10`: 64-128-10 with ReLU.
 pub fn mlp() -> impl FnMut() {
     let (x, y) = digits();
-    let fc1 = Linear::<Pixels, Hidden>::new(64, 128, 0);
-    let fc2 = Linear::<Hidden, Classes>::new(128, 10, 1);
+    let fc1 = Linear::<Pixels, Hidden>::seeded(64, 128, 0);
+    let fc2 = Linear::<Hidden, Classes>::seeded(128, 10, 1);
     let params = fc1
         .parameters()
         .into_iter()
@@ -50,9 +50,9 @@ pub fn mlp() -> impl FnMut() {
 pub fn cnn() -> impl FnMut() {
     let (x, y) = digits();
     let same = Window2d::new(3, 3).padding(1);
-    let conv1 = Conv2d::<Channels, Features, Rows, Cols>::new(1, 16, same, 0);
-    let conv2 = Conv2d::<Features, Hidden, Rows, Cols>::new(16, 32, same, 1);
-    let fc = Linear::<Flat, Classes>::new(128, 10, 2);
+    let conv1 = Conv2d::<Channels, Features, Rows, Cols>::seeded(1, 16, same, 0);
+    let conv2 = Conv2d::<Features, Hidden, Rows, Cols>::seeded(16, 32, same, 1);
+    let fc = Linear::<Flat, Classes>::seeded(128, 10, 2);
     let pool = MaxPool2d::<Rows, Cols>::new(2);
     let params = conv1
         .parameters()
@@ -88,7 +88,7 @@ pub const TRANSFORMER_SIZES: char_model::Sizes = char_model::Sizes {
 /// batch 16 of 64 tokens.
 pub fn transformer() -> impl FnMut() {
     use char_model::{Batch, CharTransformer, Seq, Vocab};
-    let lm = CharTransformer::<f32>::new(TRANSFORMER_SIZES, 0);
+    let lm = CharTransformer::<f32>::new(TRANSFORMER_SIZES);
     let mut opt = Adam::new(lm.parameters(), AdamConfig::adamw());
     let ids = DynTensor::<i64>::randint(0, 96, &[16, 65], 0);
     let x: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 0, 64).refine_names();

@@ -105,7 +105,8 @@ fn main() -> Result<()> {
         train.len(),
         valid.len()
     );
-    let model = CharTransformer::<f32>::new(SIZES, 0);
+    namedtensor::random::manual_seed(0);
+    let model = CharTransformer::<f32>::new(SIZES);
     println!("model: {} parameters", model.num_parameters());
     let mut opt = Adam::new(
         model.parameters(),

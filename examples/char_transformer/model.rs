@@ -91,13 +91,14 @@ impl<E: Float> Module<E> for CharTransformer<E> {
 }
 
 impl<E: Float> CharTransformer<E> {
-    /// A model of the given sizes without dropout, initialised as PyTorch does from `seed`.
-    pub fn new(sizes: Sizes, seed: u64) -> Self {
+    /// A model of the given sizes without dropout, initialised as PyTorch does from the
+    /// process's generator (`namedtensor::random::manual_seed`).
+    pub fn new(sizes: Sizes) -> Self {
         CharTransformer {
-            tokens: Embedding::new(VOCAB, sizes.model, seed),
-            positions: Embedding::new(sizes.context, sizes.model, seed + 1),
-            blocks: (0..sizes.layers as u64)
-                .map(|i| {
+            tokens: Embedding::new(VOCAB, sizes.model),
+            positions: Embedding::new(sizes.context, sizes.model),
+            blocks: (0..sizes.layers)
+                .map(|_| {
                     let config = TransformerConfig {
                         model: sizes.model,
                         heads: sizes.heads,
@@ -105,11 +106,11 @@ impl<E: Float> CharTransformer<E> {
                         dropout: 0.0,
                         causal: true,
                     };
-                    TransformerBlock::new(config, seed + 2 + i)
+                    TransformerBlock::new(config)
                 })
                 .collect(),
             norm: LayerNorm::new(sizes.model),
-            head: Linear::new(sizes.model, VOCAB, seed + 100),
+            head: Linear::new(sizes.model, VOCAB),
         }
     }
 

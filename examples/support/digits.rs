@@ -33,9 +33,9 @@ impl Module<f32> for Mlp {
 impl Mlp {
     pub fn new(seed: u64) -> Mlp {
         Mlp {
-            fc1: Linear::new(64, 128, seed),
-            drop: Dropout::new(0.1, seed + 1),
-            fc2: Linear::new(128, 10, seed + 2),
+            fc1: Linear::seeded(64, 128, seed),
+            drop: Dropout::seeded(0.1, seed + 1),
+            fc2: Linear::seeded(128, 10, seed + 2),
         }
     }
 }

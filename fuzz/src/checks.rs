@@ -95,8 +95,8 @@ impl Module<f32> for Mlp {
 /// model: on error every parameter is as it was; returns whether it loaded.
 pub fn load_parameters_into_mlp(data: &[u8], dir: &std::path::Path) -> bool {
     let model = Mlp {
-        fc1: Linear::new(64, 32, 0),
-        fc2: Linear::new(32, 10, 1),
+        fc1: Linear::seeded(64, 32, 0),
+        fc2: Linear::seeded(32, 10, 1),
     };
     let values =
         |m: &Mlp| -> Vec<Vec<f32>> { m.parameters().iter().map(|p| p.tensor.to_vec()).collect() };

@@ -48,7 +48,7 @@ pub const DEFAULT_BUCKET_CAP_BYTES: usize = 25 * 1024 * 1024;
 /// # fn main() -> namedtensor::Result<()> {
 /// let world = dist::init()?;
 /// // Rank 0's initial parameters reach every rank.
-/// let model = DistributedDataParallel::new(Linear::<Features, Classes>::new(8, 3, 0), &world)?;
+/// let model = DistributedDataParallel::new(Linear::<Features, Classes>::new(8, 3), &world)?;
 /// let mut opt = Adam::new(model.parameters(), AdamConfig::adamw());
 /// let x = Tensor::<f32, (Batch, Features)>::ones([4, 8]); // this rank's part of the batch
 /// let loss = model.forward(&x).sum::<(Batch, Classes)>();

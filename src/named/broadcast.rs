@@ -276,7 +276,7 @@ where
 ///     value.forward(x) * gate.forward(x).sigmoid()
 /// }
 ///
-/// let (value, gate) = (Linear::<Model, Hidden>::new(4, 3, 0), Linear::new(4, 3, 1));
+/// let (value, gate) = (Linear::<Model, Hidden>::new(4, 3), Linear::new(4, 3));
 /// let x = Tensor::<f32, (Batch, Model)>::ones([2, 4]);
 /// let y: Tensor<f32, (Batch, Hidden)> = gated(&value, &gate, &x);
 /// assert_eq!(y.shape(), &[2, 3]);

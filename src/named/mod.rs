@@ -129,7 +129,7 @@
 //! let layer = Layer::<Hidden, Key>::new(4, 5);
 //! assert_eq!(layer.weight.shape(), &[4, 5]);
 //! assert_eq!(layer.total(), 20.0);
-//! let (value, gate, skip) = (Linear::new(4, 5, 0), Linear::new(4, 5, 1), Linear::new(4, 5, 2));
+//! let (value, gate, skip) = (Linear::new(4, 5), Linear::new(4, 5), Linear::new(4, 5));
 //! let gated = Gated::<Hidden, Key> { value, gate, skip };
 //! let y: Tensor<f32, (Batch, Seq, Key)> = gated.forward(&x);
 //! assert_eq!(y.shape(), &[2, 3, 5]);

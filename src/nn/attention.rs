@@ -9,6 +9,7 @@ use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Dim, DimTuple, HasDim, Shape};
 use crate::named_tensor::Tensor;
+use crate::random::next_seed;
 use crate::tensor::{DynTensor, or_panic};
 
 /// Multi-head self-attention as PyTorch's `nn.MultiheadAttention(model, heads,
@@ -26,7 +27,7 @@ use crate::tensor::{DynTensor, or_panic};
 /// use namedtensor::nn::MultiHeadAttention;
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, Seq, Model, Heads, HeadDim }
-/// let attn = MultiHeadAttention::<Model, Heads, HeadDim>::new(8, 2, 0).causal(true);
+/// let attn = MultiHeadAttention::<Model, Heads, HeadDim>::new(8, 2).causal(true);
 /// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([3, 5, 8], 1);
 /// let y = attn.forward(&x, Seq);
 /// assert_eq!(y.names(), ["Batch", "Seq", "Model"]);
@@ -64,14 +65,26 @@ where
     (Heads, HeadDim): Shape,
 {
     /// Attention over a model dim of `model` entries split into `heads` heads (which must
-    /// divide it), initialised as PyTorch does from `seed`; not causal.
+    /// divide it), initialised as PyTorch does from the process's generator
+    /// ([`manual_seed`](crate::random::manual_seed)); not causal.
     #[track_caller]
-    pub fn new(model: usize, heads: usize, seed: u64) -> Self {
-        or_panic(Self::try_new(model, heads, seed))
+    pub fn new(model: usize, heads: usize) -> Self {
+        or_panic(Self::try_new(model, heads))
     }
 
     /// [`MultiHeadAttention::new`], or an error when `heads` is 0 or does not divide `model`.
-    pub fn try_new(model: usize, heads: usize, seed: u64) -> Result<Self> {
+    pub fn try_new(model: usize, heads: usize) -> Result<Self> {
+        Self::try_seeded(model, heads, next_seed())
+    }
+
+    /// [`MultiHeadAttention::new`] drawn from `seed` instead of the process's generator.
+    #[track_caller]
+    pub fn seeded(model: usize, heads: usize, seed: u64) -> Self {
+        or_panic(Self::try_seeded(model, heads, seed))
+    }
+
+    /// [`MultiHeadAttention::seeded`], or an error as [`MultiHeadAttention::try_new`].
+    pub fn try_seeded(model: usize, heads: usize, seed: u64) -> Result<Self> {
         if heads == 0 || !model.is_multiple_of(heads) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,

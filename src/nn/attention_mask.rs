@@ -36,7 +36,7 @@ use crate::tensor::DynTensor;
 /// use namedtensor::nn::{AttentionMasks, MultiHeadAttention};
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, Seq, Model, Heads, HeadDim }
-/// let attn = MultiHeadAttention::<Model, Heads, HeadDim>::new(8, 2, 0);
+/// let attn = MultiHeadAttention::<Model, Heads, HeadDim>::new(8, 2);
 /// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([2, 4, 8], 1);
 /// // The second sequence has two real tokens, then padding.
 /// let pad = Tensor::<bool, (Batch, Seq)>::from_vec(

@@ -13,6 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Dim, DimTuple, HasDim, Rename, Shape};
 use crate::named_tensor::Tensor;
 use crate::ops::Window2d;
+use crate::random::next_seed;
 use crate::tensor::{DynTensor, or_panic};
 use std::marker::PhantomData;
 
@@ -38,7 +39,7 @@ pub type ConvOut<E, S, P, In, Out> = Tensor<E, <S as Rename<In, Out, P>>::Out, P
 /// use namedtensor::ops::Window2d;
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, Channels, Features, Height, Width }
-/// let conv = Conv2d::<Channels, Features, Height, Width>::new(3, 8, Window2d::new(3, 3).padding(1), 0);
+/// let conv = Conv2d::<Channels, Features, Height, Width>::new(3, 8, Window2d::new(3, 3).padding(1));
 /// let img = Tensor::<f32, (Batch, Channels, Height, Width)>::ones([2, 3, 8, 8]);
 /// let y = conv.forward(&img);
 /// assert_eq!(y.names(), ["Batch", "Features", "Height", "Width"]);
@@ -59,17 +60,34 @@ pub struct Conv2d<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float = f32> {
 
 impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Conv2d<In, Out, H, W, E> {
     /// A layer from `in_size` to `out_size` channels with the kernel and geometry of
-    /// `window`, initialised as PyTorch does from `seed`. Panics where [`Conv2d::try_new`]
-    /// fails.
+    /// `window`, initialised as PyTorch does from the process's generator
+    /// ([`manual_seed`](crate::random::manual_seed)). Panics where [`Conv2d::try_new`] fails.
     #[track_caller]
-    pub fn new(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Self
+    pub fn new(in_size: usize, out_size: usize, window: Window2d) -> Self
     where
         (Out, In, KernelRows, KernelCols): Shape,
     {
-        or_panic(Conv2d::try_new(in_size, out_size, window, seed))
+        or_panic(Conv2d::try_new(in_size, out_size, window))
     }
 
-    /// [`Conv2d::new`], or an error.
+    /// [`Conv2d::new`], or an error as [`Conv2d::try_seeded`].
+    pub fn try_new(in_size: usize, out_size: usize, window: Window2d) -> Result<Self>
+    where
+        (Out, In, KernelRows, KernelCols): Shape,
+    {
+        Conv2d::try_seeded(in_size, out_size, window, next_seed())
+    }
+
+    /// [`Conv2d::new`] drawn from `seed` instead of the process's generator.
+    #[track_caller]
+    pub fn seeded(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Self
+    where
+        (Out, In, KernelRows, KernelCols): Shape,
+    {
+        or_panic(Conv2d::try_seeded(in_size, out_size, window, seed))
+    }
+
+    /// [`Conv2d::seeded`], or an error.
     ///
     /// # Errors
     /// [`ErrorKind::Overflow`] when the fan-in `in_size · kh · kw` or the weight's element
@@ -82,10 +100,10 @@ impl<In: Dim, Out: Dim, H: Dim, W: Dim, E: Float> Conv2d<In, Out, H, W, E> {
     /// use namedtensor::{dims, ErrorKind};
     /// dims! { Channels, Features, Height, Width }
     /// let huge = Window2d::new(1 << 32, 1 << 32);
-    /// let err = Conv2d::<Channels, Features, Height, Width>::try_new(3, 8, huge, 0).err().unwrap();
+    /// let err = Conv2d::<Channels, Features, Height, Width>::try_seeded(3, 8, huge, 0).err().unwrap();
     /// assert_eq!(err.kind(), ErrorKind::Overflow);
     /// ```
-    pub fn try_new(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Result<Self>
+    pub fn try_seeded(in_size: usize, out_size: usize, window: Window2d, seed: u64) -> Result<Self>
     where
         (Out, In, KernelRows, KernelCols): Shape,
     {

@@ -6,6 +6,7 @@ use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::DimTuple;
 use crate::named_tensor::Tensor;
+use crate::random::next_seed;
 use crate::tensor::{DynTensor, or_panic};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// use namedtensor::nn::{Dropout, Module};
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, Model }
-/// let drop = Dropout::new(0.5, 7);
+/// let drop = Dropout::seeded(0.5, 7);
 /// let x = Tensor::<f64, (Batch, Model)>::ones([4, 250]);
 /// let y = drop.forward(&x).to_vec();
 /// assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
@@ -36,14 +37,27 @@ pub struct Dropout {
 }
 
 impl Dropout {
-    /// A layer dropping with probability `p`. Panics where [`Dropout::try_new`] fails.
+    /// A layer dropping with probability `p`, its masks drawn from a seed taken from the
+    /// process's generator ([`manual_seed`](crate::random::manual_seed)). Panics where
+    /// [`Dropout::try_new`] fails.
     #[track_caller]
-    pub fn new(p: f64, seed: u64) -> Self {
-        or_panic(Dropout::try_new(p, seed))
+    pub fn new(p: f64) -> Self {
+        or_panic(Dropout::try_new(p))
     }
 
     /// [`Dropout::new`], or an error unless `0 ≤ p ≤ 1`.
-    pub fn try_new(p: f64, seed: u64) -> Result<Self> {
+    pub fn try_new(p: f64) -> Result<Self> {
+        Dropout::try_seeded(p, next_seed())
+    }
+
+    /// [`Dropout::new`] with masks drawn from `seed` instead of the process's generator.
+    #[track_caller]
+    pub fn seeded(p: f64, seed: u64) -> Self {
+        or_panic(Dropout::try_seeded(p, seed))
+    }
+
+    /// [`Dropout::seeded`], or an error unless `0 ≤ p ≤ 1`.
+    pub fn try_seeded(p: f64, seed: u64) -> Result<Self> {
         if !(0.0..=1.0).contains(&p) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,

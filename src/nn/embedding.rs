@@ -5,6 +5,7 @@ use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Dim, DimTuple, ReplaceDim, Shape};
 use crate::named_tensor::Tensor;
+use crate::random::next_seed;
 use crate::tensor::{DynTensor, or_panic};
 
 /// The result of an `Embedding<Vocab, D>` on indices of dims `I`: `I`, then `D`.
@@ -18,7 +19,7 @@ pub type Embedded<E, Vocab, D, I> = Tensor<E, <(Vocab, D) as ReplaceDim<Vocab, I
 /// use namedtensor::nn::Embedding;
 /// use namedtensor::{dims, Tensor};
 /// dims! { Vocab, Model, Batch, Seq }
-/// let emb = Embedding::<Vocab, Model>::new(100, 16, 0);
+/// let emb = Embedding::<Vocab, Model>::new(100, 16);
 /// let ids = Tensor::<i64, (Batch, Seq)>::from_vec(vec![1, 5, 99, 0], [2, 2]);
 /// let x = emb.forward(&ids);                  // (Batch, Seq, Model)
 /// assert_eq!(x.names(), ["Batch", "Seq", "Model"]);
@@ -30,12 +31,42 @@ pub struct Embedding<Vocab: Dim, D: Dim, E: Float = f32> {
 }
 
 impl<Vocab: Dim, D: Dim, E: Float> Embedding<Vocab, D, E> {
-    /// `vocab` vectors of size `size`, standard normal from `seed`; the table requires grad.
-    pub fn new(vocab: usize, size: usize, seed: u64) -> Self
+    /// `vocab` vectors of size `size`, standard normal, drawn from the process's generator
+    /// ([`manual_seed`](crate::random::manual_seed)); the table requires grad. Panics where
+    /// [`Embedding::try_new`] fails.
+    #[track_caller]
+    pub fn new(vocab: usize, size: usize) -> Self
     where
         (Vocab, D): Shape,
     {
-        Embedding::from_weight(DynTensor::randn(&[vocab, size], seed).refine_names())
+        or_panic(Embedding::try_new(vocab, size))
+    }
+
+    /// [`Embedding::new`], or an error when the table's element count overflows or the host
+    /// cannot hold it.
+    pub fn try_new(vocab: usize, size: usize) -> Result<Self>
+    where
+        (Vocab, D): Shape,
+    {
+        Embedding::try_seeded(vocab, size, next_seed())
+    }
+
+    /// [`Embedding::new`] drawn from `seed` instead of the process's generator.
+    #[track_caller]
+    pub fn seeded(vocab: usize, size: usize, seed: u64) -> Self
+    where
+        (Vocab, D): Shape,
+    {
+        or_panic(Embedding::try_seeded(vocab, size, seed))
+    }
+
+    /// [`Embedding::seeded`], or an error as [`Embedding::try_new`].
+    pub fn try_seeded(vocab: usize, size: usize, seed: u64) -> Result<Self>
+    where
+        (Vocab, D): Shape,
+    {
+        let weight = DynTensor::try_randn(&[vocab, size], seed)?.try_refine_names()?;
+        Ok(Embedding::from_weight(weight))
     }
 
     /// A table with the given values (detached, then marked as a leaf that requires grad).
@@ -65,7 +96,7 @@ impl<Vocab: Dim, D: Dim, E: Float> Embedding<Vocab, D, E> {
     /// use namedtensor::nn::Embedding;
     /// use namedtensor::{dims, Tensor};
     /// dims! { Vocab, Model, Seq }
-    /// let emb = Embedding::<Vocab, Model>::new(5, 2, 0);
+    /// let emb = Embedding::<Vocab, Model>::new(5, 2);
     /// let err = emb.try_forward(&Tensor::<i64, (Seq,)>::from_vec(vec![1, 5], [2])).unwrap_err();
     /// assert!(err.to_string().starts_with("Embedding: id 5 is out of range for the 5"), "{err}");
     /// ```

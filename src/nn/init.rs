@@ -1,5 +1,6 @@
-//! PyTorch's default initialisations, seeded: every layer draws its parameters from a seed
-//! the caller gives, so a model is the same on every machine and run.
+//! PyTorch's default initialisations, seeded: every layer draws its parameters from a seed,
+//! the caller's or one from the process's generator ([`crate::random`]), so a model is the
+//! same on every machine and run.
 
 use crate::dtype::Float;
 use crate::error::Result;
@@ -7,20 +8,7 @@ use crate::named::Shape;
 use crate::named_tensor::Tensor;
 use crate::tensor::DynTensor;
 
-/// The `i`-th seed derived from `seed` (SplitMix64's finaliser): a layer with several
-/// parameters gives each its own stream.
-///
-/// ```
-/// use namedtensor::nn::init::derive_seed;
-/// assert_ne!(derive_seed(7, 0), derive_seed(7, 1));
-/// assert_eq!(derive_seed(7, 1), derive_seed(7, 1));
-/// ```
-pub fn derive_seed(seed: u64, i: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(i.wrapping_add(1)));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use crate::random::derive_seed;
 
 /// Samples of the uniform distribution on `[-bound, bound)`, named `S`.
 ///

@@ -6,6 +6,7 @@ use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Contract, Dim, DimTuple, Shape};
 use crate::named_tensor::Tensor;
+use crate::random::next_seed;
 use crate::tensor::{DynTensor, or_panic};
 
 /// The result of a `Linear<In, Out>` on a tensor of dims `S` (private dims `P`): `S` without
@@ -35,7 +36,7 @@ pub type LinearOut<E, S, P, In, Out> = Tensor<
 /// use namedtensor::nn::Linear;
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, Seq, Hidden, Classes }
-/// let fc = Linear::<Hidden, Classes>::new(8, 3, 0);
+/// let fc = Linear::<Hidden, Classes>::new(8, 3);
 /// let x = Tensor::<f32, (Batch, Seq, Hidden)>::ones([2, 5, 8]);
 /// let y = fc.forward(&x);                    // (Batch, Seq, Classes)
 /// assert_eq!(y.names(), ["Batch", "Seq", "Classes"]);
@@ -50,25 +51,49 @@ pub struct Linear<In: Dim, Out: Dim, E: Float = f32> {
 
 impl<In: Dim, Out: Dim, E: Float> Linear<In, Out, E> {
     /// A layer from `in_size` to `out_size` features with PyTorch's initialisation, drawn
-    /// from `seed`; its parameters require grad.
-    pub fn new(in_size: usize, out_size: usize, seed: u64) -> Self
+    /// from the process's generator ([`manual_seed`](crate::random::manual_seed) makes it
+    /// reproducible); its parameters require grad. Panics where [`Linear::try_new`] fails.
+    #[track_caller]
+    pub fn new(in_size: usize, out_size: usize) -> Self
+    where
+        (Out, In): Shape,
+    {
+        or_panic(Linear::try_new(in_size, out_size))
+    }
+
+    /// [`Linear::new`], or an error when the weight's element count overflows or the host
+    /// cannot hold it.
+    pub fn try_new(in_size: usize, out_size: usize) -> Result<Self>
+    where
+        (Out, In): Shape,
+    {
+        Linear::try_seeded(in_size, out_size, next_seed())
+    }
+
+    /// [`Linear::new`] drawn from `seed` instead of the process's generator.
+    #[track_caller]
+    pub fn seeded(in_size: usize, out_size: usize, seed: u64) -> Self
+    where
+        (Out, In): Shape,
+    {
+        or_panic(Linear::try_seeded(in_size, out_size, seed))
+    }
+
+    /// [`Linear::seeded`], or an error as [`Linear::try_new`].
+    pub fn try_seeded(in_size: usize, out_size: usize, seed: u64) -> Result<Self>
     where
         (Out, In): Shape,
     {
         let bound = fan_in_bound(in_size);
-        let weight = or_panic(uniform(&[out_size, in_size], bound, derive_seed(seed, 0)));
-        let bias = or_panic(uniform(&[out_size], bound, derive_seed(seed, 1)));
-        Linear::from_parameters(weight, Some(bias))
+        let weight = uniform(&[out_size, in_size], bound, derive_seed(seed, 0))?;
+        let bias = uniform(&[out_size], bound, derive_seed(seed, 1))?;
+        Linear::try_from_parameters(weight, Some(bias))
     }
 
-    /// A layer without bias (`bias=False`).
-    pub fn without_bias(in_size: usize, out_size: usize, seed: u64) -> Self
-    where
-        (Out, In): Shape,
-    {
-        let mut layer = Linear::new(in_size, out_size, seed);
-        layer.bias = None;
-        layer
+    /// The layer without its bias (`bias=False`): `Linear::new(8, 3).without_bias()`.
+    pub fn without_bias(mut self) -> Self {
+        self.bias = None;
+        self
     }
 
     /// A layer with the given parameters (detached from any graph, then marked as leaves

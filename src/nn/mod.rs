@@ -7,19 +7,28 @@
 //! name, in any order), the pools keep the names, [`MultiHeadAttention`] and [`TransformerBlock`] keep the
 //! shape and attend along a sequence dim named at the call (under key padding and attention
 //! masks checked by name: [`AttentionMasks`]), so applying one to a tensor without the dim it
-//! needs is a compile error naming that dim. A model is a plain
+//! needs is a compile error naming that dim. Every layer is a [`Forward`] of its input, and
+//! a tuple of layers is one too, applying them in order (PyTorch's `nn.Sequential`, its
+//! parameter names included): `(Linear<A, B>, Relu, Linear<B, C>)` maps `(…, A)` to `(…, C)`,
+//! with the activations as layer values ([`Relu`], [`Gelu`], [`Softmax<D>`](Softmax), …) and
+//! [`Along<Seq, _>`](Along) fixing the sequence dim of attention blocks. A model is a plain
 //! struct of layers implementing [`Module`] (one method naming its fields), which gives it
 //! the parameter list by dotted name, `train`/`eval`, `zero_grad` and the parameter store
 //! ([`save_parameters`], [`load_parameters`]). Losses are in [`loss`]; optimisers in
 //! [`crate::optim`].
 //!
-//! Parameters and initialisations follow PyTorch's `torch.nn`, seeded.
+//! Parameters and initialisations follow PyTorch's `torch.nn`. A layer's `new` draws its
+//! parameters from the process's generator, which [`manual_seed`](crate::random::manual_seed)
+//! seeds (PyTorch's model: one seed per program, and two layers built one after the other
+//! start different); its `seeded` form takes an explicit seed instead.
 
+mod activation;
 mod attention;
 mod attention_mask;
 mod conv;
 mod dropout;
 mod embedding;
+mod forward;
 pub mod init;
 mod layer_norm;
 mod linear;
@@ -29,11 +38,13 @@ mod rms_norm;
 mod store;
 mod transformer;
 
+pub use activation::{Gelu, GeluTanh, LogSoftmax, Relu, Sigmoid, Silu, Softmax, Tanh};
 pub use attention::MultiHeadAttention;
 pub use attention_mask::{AttentionMasks, KeyPaddingMask, MaskElement, NoMask, QueryKeyMask};
 pub use conv::{AvgPool2d, Conv2d, ConvOut, ConvWeight, KernelCols, KernelRows, MaxPool2d};
 pub use dropout::Dropout;
 pub use embedding::{Embedded, Embedding};
+pub use forward::{Along, Forward, Output};
 pub use layer_norm::LayerNorm;
 pub use linear::{Linear, LinearOut};
 pub use module::{Module, Parameter, TrainingFlag, Visitor};

@@ -117,7 +117,7 @@ impl<E: Element> Visitor<'_, E> {
 ///         v.module("fc2", &self.fc2);
 ///     }
 /// }
-/// let mlp = Mlp { fc1: Linear::new(64, 32, 0), fc2: Linear::new(32, 10, 1) };
+/// let mlp = Mlp { fc1: Linear::new(64, 32), fc2: Linear::new(32, 10) };
 /// let names: Vec<String> = mlp.parameters().into_iter().map(|p| p.name).collect();
 /// assert_eq!(names, ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
 /// assert_eq!(mlp.num_parameters(), 64 * 32 + 32 + 32 * 10 + 10);

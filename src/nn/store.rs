@@ -24,12 +24,12 @@ use std::path::Path;
 /// use namedtensor::dims;
 /// dims! { In, Out }
 /// let path = std::env::temp_dir().join(format!("nt-doc-params-{}.safetensors", std::process::id()));
-/// let a = Linear::<In, Out>::new(3, 2, 0);
+/// let a = Linear::<In, Out>::new(3, 2);
 /// save_parameters(&a, &path).unwrap();
-/// let b = Linear::<In, Out>::new(3, 2, 1);
+/// let b = Linear::<In, Out>::new(3, 2);
 /// load_parameters(&b, &path).unwrap();
 /// assert_eq!(b.weight.to_vec(), a.weight.to_vec());
-/// let wrong = Linear::<In, Out>::new(4, 2, 1);
+/// let wrong = Linear::<In, Out>::new(4, 2);
 /// assert!(load_parameters(&wrong, &path).is_err());
 /// std::fs::remove_file(&path).unwrap();
 /// ```

@@ -12,6 +12,7 @@ use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::{Dim, DimTuple, HasDim, Shape};
 use crate::named_tensor::Tensor;
+use crate::random::next_seed;
 use crate::tensor::{DynTensor, or_panic};
 
 /// One transformer layer as PyTorch's `nn.TransformerEncoderLayer(model, heads, hidden,
@@ -33,7 +34,7 @@ use crate::tensor::{DynTensor, or_panic};
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, Seq, Model, Heads, HeadDim, Hidden }
 /// let config = TransformerConfig { model: 8, heads: 2, hidden: 32, dropout: 0.0, causal: true };
-/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config, 0);
+/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config);
 /// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([3, 5, 8], 1);
 /// let y = block.forward(&x, Seq);
 /// assert_eq!(y.names(), ["Batch", "Seq", "Model"]);
@@ -63,16 +64,28 @@ where
     (Hidden, Model): Shape,
     (Model, Hidden): Shape,
 {
-    /// A layer of the sizes and options in `config`, initialised as PyTorch does from `seed`.
-    /// Panics where [`TransformerBlock::try_new`] fails.
+    /// A layer of the sizes and options in `config`, initialised as PyTorch does from the
+    /// process's generator ([`manual_seed`](crate::random::manual_seed)). Panics where
+    /// [`TransformerBlock::try_new`] fails.
     #[track_caller]
-    pub fn new(config: TransformerConfig, seed: u64) -> Self {
-        or_panic(Self::try_new(config, seed))
+    pub fn new(config: TransformerConfig) -> Self {
+        or_panic(Self::try_new(config))
     }
 
     /// [`TransformerBlock::new`], or an error when a size is 0, `heads` does not divide
     /// `model` or `dropout` is not a probability.
-    pub fn try_new(config: TransformerConfig, seed: u64) -> Result<Self> {
+    pub fn try_new(config: TransformerConfig) -> Result<Self> {
+        Self::try_seeded(config, next_seed())
+    }
+
+    /// [`TransformerBlock::new`] drawn from `seed` instead of the process's generator.
+    #[track_caller]
+    pub fn seeded(config: TransformerConfig, seed: u64) -> Self {
+        or_panic(Self::try_seeded(config, seed))
+    }
+
+    /// [`TransformerBlock::seeded`], or an error as [`TransformerBlock::try_new`].
+    pub fn try_seeded(config: TransformerConfig, seed: u64) -> Result<Self> {
         let TransformerConfig {
             model,
             heads,
@@ -91,11 +104,11 @@ where
         }
         Ok(TransformerBlock {
             norm1: LayerNorm::new(model),
-            attn: MultiHeadAttention::try_new(model, heads, derive_seed(seed, 0))?,
+            attn: MultiHeadAttention::try_seeded(model, heads, derive_seed(seed, 0))?,
             norm2: LayerNorm::new(model),
-            ff1: Linear::new(model, hidden, derive_seed(seed, 1)),
-            ff2: Linear::new(hidden, model, derive_seed(seed, 2)),
-            dropout: Dropout::try_new(dropout, derive_seed(seed, 3))?,
+            ff1: Linear::try_seeded(model, hidden, derive_seed(seed, 1))?,
+            ff2: Linear::try_seeded(hidden, model, derive_seed(seed, 2))?,
+            dropout: Dropout::try_seeded(dropout, derive_seed(seed, 3))?,
         }
         .causal(causal))
     }
@@ -112,10 +125,10 @@ where
 /// dims! { Model, Heads, HeadDim, Hidden }
 /// let config = TransformerConfig { model: 64, heads: 4, hidden: 256, ..Default::default() };
 /// assert_eq!(config.dropout, 0.1);
-/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config, 0);
+/// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config);
 /// assert_eq!(block.ff1.weight.shape(), &[256, 64]);
 /// let unset = TransformerConfig { model: 64, heads: 4, ..Default::default() };
-/// let e = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(unset, 0).err().unwrap();
+/// let e = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(unset).err().unwrap();
 /// assert!(e.to_string().contains("TransformerConfig::hidden is 0"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -189,7 +202,7 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, Hidden: Dim, E: Float>
     /// use namedtensor::{dims, Tensor};
     /// dims! { Batch, Seq, Model, Heads, HeadDim, Hidden }
     /// let config = TransformerConfig { model: 8, heads: 2, hidden: 16, dropout: 0.0, causal: false };
-    /// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config, 0);
+    /// let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config);
     /// let x = Tensor::<f32, (Batch, Seq, Model)>::randn([2, 3, 8], 1);
     /// let pad = Tensor::<bool, (Batch, Seq)>::from_vec(vec![false, false, true, false, false, false], [2, 3]);
     /// let y = block.forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&pad));

@@ -17,7 +17,7 @@ use crate::tensor::DynTensor;
 /// use namedtensor::optim::clip_grad_norm_;
 /// use namedtensor::{dims, Tensor};
 /// dims! { Batch, In, Out }
-/// let fc = Linear::<In, Out, f64>::new(4, 3, 0);
+/// let fc = Linear::<In, Out, f64>::new(4, 3);
 /// let y = fc.forward(&Tensor::<f64, (Batch, In)>::ones([2, 4]));
 /// (y.sum::<(Batch, Out)>() * 100.0).backward();
 /// let before = clip_grad_norm_(&fc.parameters(), 1.0).unwrap();

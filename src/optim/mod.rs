@@ -12,7 +12,7 @@
 //! use namedtensor::optim::{Optimizer, Sgd, SgdConfig};
 //! use namedtensor::{dims, Tensor};
 //! dims! { Batch, In, Out }
-//! let model = Linear::<In, Out, f64>::new(3, 1, 0);
+//! let model = Linear::<In, Out, f64>::new(3, 1);
 //! let mut opt = Sgd::new(model.parameters(), SgdConfig { lr: 0.1, ..SgdConfig::default() });
 //! let x = Tensor::<f64, (Batch, In)>::ones([4, 3]);
 //! let y = Tensor::<f64, (Batch, Out)>::zeros([4, 1]);

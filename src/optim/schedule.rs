@@ -41,7 +41,7 @@ fn check_float(op: &'static str, what: &str, value: f64, ok: bool, rule: &str) -
 /// use namedtensor::nn::{Linear, Module};
 /// use namedtensor::optim::{LrScheduler, Optimizer, Sgd, SgdConfig, StepLr};
 /// namedtensor::dims! { In, Out }
-/// let fc = Linear::<In, Out>::new(2, 2, 0);
+/// let fc = Linear::<In, Out>::new(2, 2);
 /// let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 1.0, ..SgdConfig::default() });
 /// let mut s = StepLr::new(&mut opt, 2, 0.5).unwrap();
 /// let mut rates = vec![opt.lr()];
@@ -94,7 +94,7 @@ impl LrScheduler for StepLr {
 /// use namedtensor::nn::{Linear, Module};
 /// use namedtensor::optim::{CosineAnnealingLr, LrScheduler, Optimizer, Sgd, SgdConfig};
 /// namedtensor::dims! { In, Out }
-/// let fc = Linear::<In, Out>::new(2, 2, 0);
+/// let fc = Linear::<In, Out>::new(2, 2);
 /// let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 1.0, ..SgdConfig::default() });
 /// let mut s = CosineAnnealingLr::new(&mut opt, 4, 0.0).unwrap();
 /// for _ in 0..2 { s.step(&mut opt).unwrap(); }
@@ -162,7 +162,7 @@ impl LrScheduler for CosineAnnealingLr {
 /// use namedtensor::nn::{Linear, Module};
 /// use namedtensor::optim::{LinearLr, LrScheduler, Optimizer, Sgd, SgdConfig};
 /// namedtensor::dims! { In, Out }
-/// let fc = Linear::<In, Out>::new(2, 2, 0);
+/// let fc = Linear::<In, Out>::new(2, 2);
 /// let mut opt = Sgd::new(fc.parameters(), SgdConfig { lr: 1.0, ..SgdConfig::default() });
 /// let mut s = LinearLr::new(&mut opt, 0.25, 1.0, 3).unwrap();
 /// assert_eq!(opt.lr(), 0.25);

@@ -59,7 +59,12 @@ impl<E: Float> DynTensor<E> {
     /// ```
     #[track_caller]
     pub fn randn(shape: &[usize], seed: u64) -> Self {
-        Self::normal(shape, 0.0, 1.0, seed)
+        or_panic(Self::try_randn(shape, seed))
+    }
+
+    /// [`DynTensor::randn`], or an error as [`DynTensor::try_rand`].
+    pub fn try_randn(shape: &[usize], seed: u64) -> Result<Self> {
+        Self::try_normal(shape, 0.0, 1.0, seed)
     }
 
     /// Normal samples with the given mean and standard deviation, seeded.

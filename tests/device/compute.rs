@@ -996,8 +996,8 @@ mod training {
         /// unfold2d, its index_add gradient and the optimiser's in-place updates on the device.
         fn a_cnn_trains_as_on_the_cpu(dev: Device) {
             let cpu = Cnn {
-                conv: Conv2d::new(2, 3, Window2d::new(3, 3).padding(1), 0),
-                fc: Linear::new(12, 4, 1),
+                conv: Conv2d::seeded(2, 3, Window2d::new(3, 3).padding(1), 0),
+                fc: Linear::seeded(12, 4, 1),
             };
             let gpu = Cnn::on(dev, &cpu);
             let x = DynTensor::<f64>::randn(&[5, 2, 4, 4], 2);
@@ -1045,7 +1045,7 @@ mod attention {
         /// additive (query, key) mask, kept on the CPU, gives the CPU's output and gradients:
         /// the masks move to the input's device.
         fn masked_attention_matches_the_cpu(dev: Device) {
-            let cpu = Attention::new(8, 2, 3).causal(true);
+            let cpu = Attention::seeded(8, 2, 3).causal(true);
             let gpu = Attention::try_from_parameters(
                 [&cpu.q, &cpu.k, &cpu.v].map(|t| mv(dev, t)),
                 [&cpu.q_bias, &cpu.k_bias, &cpu.v_bias].map(|t| mv(dev, t)),

@@ -448,9 +448,9 @@ mod ddp {
     impl Mlp {
         fn new(seed: u64) -> Mlp {
             Mlp {
-                fc1: Linear::new(6, 16, seed),
-                fc2: Linear::new(16, 3, seed + 100),
-                spare: Linear::new(16, 3, seed + 200),
+                fc1: Linear::seeded(6, 16, seed),
+                fc2: Linear::seeded(16, 3, seed + 100),
+                spare: Linear::seeded(16, 3, seed + 200),
             }
         }
 
@@ -626,8 +626,8 @@ mod ddp {
     impl Classifier {
         fn new(seed: u64) -> Classifier {
             Classifier {
-                embed: namedtensor::nn::Embedding::new(11, 8, seed),
-                block: namedtensor::nn::TransformerBlock::new(
+                embed: namedtensor::nn::Embedding::seeded(11, 8, seed),
+                block: namedtensor::nn::TransformerBlock::seeded(
                     namedtensor::nn::TransformerConfig {
                         model: 8,
                         heads: 2,
@@ -637,7 +637,7 @@ mod ddp {
                     },
                     seed + 1,
                 ),
-                head: Linear::new(8, 3, seed + 2),
+                head: Linear::seeded(8, 3, seed + 2),
             }
         }
 

@@ -380,7 +380,7 @@ fn safetensors_and_parameter_files_that_claim_more_than_they_hold() {
     let dir = std::env::temp_dir().join(format!("nt-bad-st-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("lies.safetensors");
-    let layer = Linear::<In, Out>::new(3, 2, 0);
+    let layer = Linear::<In, Out>::seeded(3, 2, 0);
     let before: Vec<Vec<f32>> = layer
         .parameters()
         .iter()
@@ -476,20 +476,20 @@ fn window_sizes_and_schedules_that_overflow_are_errors() {
     // cannot hold (4 × 2^20 × 2^20 floats: 16 TiB).
     type Conv = Conv2d<Channels, Features, Rows, Cols>;
     let kernel = Window2d::new(1 << 32, 1 << 32);
-    let e = Conv::try_new(3, 8, kernel, 0);
+    let e = Conv::try_seeded(3, 8, kernel, 0);
     assert_error(
         e,
         ErrorKind::Overflow,
         &["Conv2d:", "fan-in", "3 × 4294967296 × 4294967296"],
     );
-    let e = Conv::try_new(4, 1, Window2d::new(1 << 20, 1 << 20), 0);
+    let e = Conv::try_seeded(4, 1, Window2d::new(1 << 20, 1 << 20), 0);
     assert_error(
         e,
         ErrorKind::OutOfMemory,
         &["Conv2d:", "cannot allocate", "weight"],
     );
     assert_eq!(
-        Conv::try_new(3, 8, Window2d::new(3, 3), 0)
+        Conv::try_seeded(3, 8, Window2d::new(3, 3), 0)
             .unwrap()
             .weight
             .shape(),
@@ -499,7 +499,7 @@ fn window_sizes_and_schedules_that_overflow_are_errors() {
     // CosineAnnealingLR's period 2·t_max overflows i64 from t_max = 2^62; the schedule is
     // still defined (the rate barely moves over the first steps).
     for t_max in [1 << 62, usize::MAX] {
-        let fc = Linear::<Rows, Cols>::new(2, 2, 0);
+        let fc = Linear::<Rows, Cols>::seeded(2, 2, 0);
         let mut opt = Sgd::new(
             fc.parameters(),
             SgdConfig {
@@ -517,7 +517,7 @@ fn window_sizes_and_schedules_that_overflow_are_errors() {
 
     // With eta_min = 0 the schedule ends at a rate of 0, which an optimiser accepts (as
     // PyTorch's do); beyond t_max it climbs again: (1 + cos(5π/4)) / 2 · 0.5 at epoch 5.
-    let fc = Linear::<Rows, Cols>::new(2, 2, 0);
+    let fc = Linear::<Rows, Cols>::seeded(2, 2, 0);
     let config = AdamConfig {
         lr: 0.5,
         ..AdamConfig::adamw()
@@ -606,7 +606,7 @@ fn epochs_over_huge_datasets_are_errors_or_lazy_never_aborts() {
 
 #[test]
 fn optimiser_and_schedule_options_must_be_finite_and_messages_say_what_is_wrong() {
-    let fc = Linear::<Rows, Cols, f64>::new(2, 2, 0);
+    let fc = Linear::<Rows, Cols, f64>::seeded(2, 2, 0);
     let before: Vec<Vec<f64>> = fc.parameters().iter().map(|p| p.tensor.to_vec()).collect();
     let (inf, nan) = (f64::INFINITY, f64::NAN);
     let sgd = |c: SgdConfig| Sgd::try_new(fc.parameters(), c).map(|_| ());
@@ -760,7 +760,7 @@ fn errors_name_the_callers_input_not_an_internal_step() {
     }
 
     // An embedding id out of range names the layer, the id and the vocabulary.
-    let emb = Embedding::<Features, Channels>::new(5, 2, 0);
+    let emb = Embedding::<Features, Channels>::seeded(5, 2, 0);
     let table = emb.weight.to_vec();
     for id in [5, -1, i64::MAX, i64::MIN] {
         let ids = Tensor::<i64, (Batch,)>::from_vec(vec![0, id, 1], [3]);

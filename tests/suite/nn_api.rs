@@ -5,7 +5,8 @@
 
 use namedtensor::nn::loss::{self, CrossEntropy};
 use namedtensor::nn::{
-    Dropout, Embedding, LayerNorm, Linear, Module, Visitor, load_parameters, save_parameters,
+    Along, Dropout, Embedding, Forward, LayerNorm, Linear, Module, Relu, Softmax, Tanh,
+    TransformerBlock, TransformerConfig, Visitor, load_parameters, save_parameters,
 };
 use namedtensor::optim::{
     Adam, AdamConfig, LinearLr, Optimizer, Sgd, SgdConfig, StepLr, clip_grad_norm_,
@@ -47,16 +48,16 @@ impl Module<f32> for Net {
 impl Net {
     fn new(seed: u64) -> Net {
         Net {
-            embed: Embedding::new(11, 4, seed),
+            embed: Embedding::seeded(11, 4, seed),
             blocks: (0..2)
                 .map(|i| Block {
-                    up: Linear::new(4, 6, seed + 10 + i),
-                    down: Linear::new(6, 4, seed + 40 + i),
+                    up: Linear::seeded(4, 6, seed + 10 + i),
+                    down: Linear::seeded(6, 4, seed + 40 + i),
                     norm: LayerNorm::new(4),
-                    drop: Dropout::new(0.5, seed + 20 + i),
+                    drop: Dropout::seeded(0.5, seed + 20 + i),
                 })
                 .collect(),
-            head: Linear::new(4, 3, seed + 30),
+            head: Linear::seeded(4, 3, seed + 30),
         }
     }
 
@@ -131,7 +132,7 @@ fn train_and_eval_switch_every_dropout() {
 
 #[test]
 fn dropout_keeps_the_expectation_and_its_gradient_follows_the_mask() {
-    let drop = Dropout::new(0.25, 3);
+    let drop = Dropout::seeded(0.25, 3);
     let x = Tensor::<f64, (Rows, Cols)>::ones([200, 100]).requires_grad_(true);
     let y = drop.forward(&x);
     let v = y.to_vec();
@@ -143,14 +144,14 @@ fn dropout_keeps_the_expectation_and_its_gradient_follows_the_mask() {
     );
     y.sum::<(Rows, Cols)>().backward();
     assert_eq!(x.grad().unwrap().to_vec(), v, "d(x·mask)/dx = mask");
-    assert!(Dropout::try_new(1.5, 0).is_err());
-    let all = Dropout::new(1.0, 0).forward(&x);
+    assert!(Dropout::try_seeded(1.5, 0).is_err());
+    let all = Dropout::seeded(1.0, 0).forward(&x);
     assert!(all.to_vec().iter().all(|&e| e == 0.0));
 }
 
 #[test]
 fn linear_works_on_any_leading_dims_and_any_position_of_its_input_dim() {
-    let fc = Linear::<In, Out, f64>::new(3, 2, 5);
+    let fc = Linear::<In, Out, f64>::seeded(3, 2, 5);
     let x = Tensor::<f64, (Batch, In)>::from_vec((0..12).map(f64::from).collect(), [4, 3]);
     let y = fc.forward(&x);
     // naive loop: y[b, o] = Σ_i x[b, i] W[o, i] + bias[o]
@@ -197,12 +198,12 @@ fn linear_works_on_any_leading_dims_and_any_position_of_its_input_dim() {
 
 #[test]
 fn default_initialisation_is_seeded_and_within_pytorchs_bounds() {
-    let a = Linear::<In, Out>::new(100, 50, 9);
-    let b = Linear::<In, Out>::new(100, 50, 9);
+    let a = Linear::<In, Out>::seeded(100, 50, 9);
+    let b = Linear::<In, Out>::seeded(100, 50, 9);
     assert_eq!(a.weight.to_vec(), b.weight.to_vec());
     assert_ne!(
         a.weight.to_vec(),
-        Linear::<In, Out>::new(100, 50, 10).weight.to_vec()
+        Linear::<In, Out>::seeded(100, 50, 10).weight.to_vec()
     );
     let w = a.weight.to_vec();
     assert!(w.iter().all(|x| x.abs() <= 0.1));
@@ -251,7 +252,7 @@ fn classification_losses_reject_bad_labels_clearly() {
 
 #[test]
 fn optimisers_reject_bad_options_and_frozen_parameters() {
-    let fc = Linear::<In, Out>::new(2, 2, 0);
+    let fc = Linear::<In, Out>::seeded(2, 2, 0);
     // A rate of 0 is allowed (as in PyTorch: where a cosine schedule to eta_min = 0 ends).
     let zero = SgdConfig {
         lr: 0.0,
@@ -308,7 +309,7 @@ fn optimisers_reject_bad_options_and_frozen_parameters() {
 
 #[test]
 fn step_skips_parameters_without_gradients_and_clip_scales_broadcast_gradients() {
-    let fc = Linear::<In, Out, f64>::new(2, 2, 0);
+    let fc = Linear::<In, Out, f64>::seeded(2, 2, 0);
     let before = fc.weight.to_vec();
     let mut opt = Adam::new(fc.parameters(), AdamConfig::default());
     // Only the bias gets a gradient, and it is a broadcast one (d Σb / db = 1).
@@ -368,7 +369,7 @@ fn the_parameter_store_round_trips_and_checks_names_shapes_and_dims() {
         }
     }
     let small = Small {
-        head: Linear::new(4, 3, 0),
+        head: Linear::seeded(4, 3, 0),
     };
     let untouched = small.head.weight.to_vec();
     let err = load_parameters(&small, &path).unwrap_err();
@@ -379,7 +380,7 @@ fn the_parameter_store_round_trips_and_checks_names_shapes_and_dims() {
     assert_eq!(small.head.weight.to_vec(), untouched);
 
     let wide = Net {
-        head: Linear::new(4, 5, 0),
+        head: Linear::seeded(4, 5, 0),
         ..Net::new(4)
     };
     let err = load_parameters(&wide, &path).unwrap_err();
@@ -405,10 +406,10 @@ fn the_parameter_store_round_trips_and_checks_names_shapes_and_dims() {
         }
     }
     let rc = Square::<Rows, Cols> {
-        fc: Linear::new(3, 3, 0),
+        fc: Linear::seeded(3, 3, 0),
     };
     let cr = Square::<Cols, Rows> {
-        fc: Linear::new(3, 3, 1),
+        fc: Linear::seeded(3, 3, 1),
     };
     let square = temp("square.safetensors");
     save_parameters(&rc, &square).unwrap();
@@ -431,7 +432,7 @@ fn the_parameter_store_round_trips_and_checks_names_shapes_and_dims() {
     let err = load_parameters(&small, &partial).unwrap_err();
     assert!(err.to_string().contains("no tensor `head.bias`"), "{err}");
     let doubles = temp("f64.safetensors");
-    save_parameters(&Linear::<Model, Classes, f64>::new(4, 3, 0), &doubles).unwrap();
+    save_parameters(&Linear::<Model, Classes, f64>::seeded(4, 3, 0), &doubles).unwrap();
     assert_eq!(
         load_parameters(&small.head, &doubles).unwrap_err().kind(),
         ErrorKind::DTypeMismatch
@@ -512,7 +513,7 @@ mod unfold_prop {
 fn attention_checks_its_geometry_and_names_its_parameters() {
     dims! { Heads, HeadDim }
     use namedtensor::nn::MultiHeadAttention;
-    let err = MultiHeadAttention::<Model, Heads, HeadDim>::try_new(10, 3, 0)
+    let err = MultiHeadAttention::<Model, Heads, HeadDim>::try_seeded(10, 3, 0)
         .err()
         .unwrap();
     assert!(
@@ -520,7 +521,7 @@ fn attention_checks_its_geometry_and_names_its_parameters() {
             .contains("3 heads do not divide the model size 10"),
         "{err}"
     );
-    let attn = MultiHeadAttention::<Model, Heads, HeadDim>::new(12, 3, 0);
+    let attn = MultiHeadAttention::<Model, Heads, HeadDim>::seeded(12, 3, 0);
     let p = attn.parameters();
     assert_eq!(
         p.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
@@ -551,16 +552,18 @@ fn transformer_block_names_its_parts_checks_sizes_and_drops_only_in_training() {
         dropout,
         causal: false,
     };
-    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(config(10, 3, 8, 0.0), 0);
+    let bad =
+        TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_seeded(config(10, 3, 8, 0.0), 0);
     assert!(
         bad.err()
             .unwrap()
             .to_string()
             .contains("3 heads do not divide")
     );
-    let bad = TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_new(config(8, 2, 8, 1.5), 0);
+    let bad =
+        TransformerBlock::<Model, Heads, HeadDim, Hidden>::try_seeded(config(8, 2, 8, 1.5), 0);
     assert!(bad.err().unwrap().to_string().contains("p = 1.5"));
-    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::new(config(8, 2, 16, 0.5), 0);
+    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden>::seeded(config(8, 2, 16, 0.5), 0);
     let names: Vec<String> = block.parameters().into_iter().map(|p| p.name).collect();
     assert_eq!(names.len(), 16);
     assert_eq!(names[0], "norm1.weight");
@@ -583,4 +586,92 @@ fn transformer_block_names_its_parts_checks_sizes_and_drops_only_in_training() {
         block.forward(&x, Seq).to_vec(),
         block.forward(&x, Seq).to_vec()
     );
+}
+
+#[test]
+fn a_tuple_of_layers_applies_them_in_order() {
+    let mlp = (
+        Linear::<In, Hidden>::seeded(6, 5, 1),
+        Relu,
+        Linear::<Hidden, Classes>::seeded(5, 3, 2),
+        Softmax::<Classes>::new(),
+    );
+    let x = Tensor::<f32, (Batch, Seq, In)>::randn([2, 4, 6], 3);
+    let y: Tensor<f32, (Batch, Seq, Classes)> = mlp.forward(&x);
+    let by_hand = mlp
+        .2
+        .forward(&mlp.0.forward(&x).relu())
+        .softmax::<Classes>();
+    assert_eq!(y.to_vec(), by_hand.to_vec());
+    // Nested tuples and references chain too, and a layer's own method is the same function.
+    let nested = ((&mlp.0, Tanh), &mlp.2);
+    let z: Tensor<f32, (Batch, Seq, Classes)> = nested.forward(&x);
+    assert_eq!(
+        z.to_vec(),
+        mlp.2.forward(&mlp.0.forward(&x).tanh()).to_vec()
+    );
+    assert_eq!(
+        Forward::forward(&mlp.0, &x).to_vec(),
+        mlp.0.forward(&x).to_vec()
+    );
+}
+
+#[test]
+fn a_tuple_of_layers_stops_at_the_first_error_and_names_its_layer() {
+    let mlp = (
+        Linear::<In, Hidden>::seeded(6, 5, 1),
+        Relu,
+        Linear::<Hidden, Classes>::seeded(4, 3, 2), // takes 4 `Hidden`, gets 5
+    );
+    let x = Tensor::<f32, (Batch, In)>::ones([2, 6]);
+    let e = mlp.try_forward(&x).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    assert!(e.to_string().contains("Hidden"), "{e}");
+    let wrong_input = Tensor::<f32, (Batch, In)>::ones([2, 7]);
+    let e = mlp.try_forward(&wrong_input).unwrap_err();
+    assert!(e.to_string().contains("In"), "{e}");
+}
+
+#[test]
+fn a_stack_of_blocks_applies_each_once() {
+    let config = TransformerConfig {
+        model: 8,
+        heads: 2,
+        hidden: 16,
+        dropout: 0.0,
+        causal: true,
+    };
+    type Block = TransformerBlock<Model, Rows, Cols, Hidden>;
+    let blocks: Vec<Along<Seq, Block>> = (0..3)
+        .map(|i| Along::new(Block::seeded(config, i)))
+        .collect();
+    let x = Tensor::<f32, (Batch, Seq, Model)>::randn([2, 5, 8], 4);
+    let y = blocks.forward(&x);
+    let mut by_hand = x.clone();
+    for b in &blocks {
+        by_hand = b.layer.forward(&by_hand, Seq);
+    }
+    assert_eq!(y.to_vec(), by_hand.to_vec());
+    // Parameters keep the blocks' own names, one level per index.
+    let names: Vec<String> = blocks.parameters().iter().map(|p| p.name.clone()).collect();
+    assert!(names.contains(&"2.ff1.weight".to_string()), "{names:?}");
+    let none: Vec<Along<Seq, Block>> = Vec::new();
+    assert_eq!(none.forward(&x).to_vec(), x.to_vec());
+}
+
+#[test]
+fn layers_built_without_a_seed_draw_distinct_seeds_from_the_process_generator() {
+    // Other tests of this binary draw from the same generator concurrently, so only what
+    // holds under any interleaving is asserted here; the sequence after `manual_seed` is
+    // checked in `namedtensor::random`'s doctests, each its own process.
+    let a = Linear::<In, Out>::new(4, 3);
+    let b = Linear::<In, Out>::new(4, 3);
+    assert_ne!(a.weight.to_vec(), b.weight.to_vec());
+    let (c, d) = (
+        Linear::<In, Out>::seeded(4, 3, 9),
+        Linear::<In, Out>::seeded(4, 3, 9),
+    );
+    assert_eq!(c.weight.to_vec(), d.weight.to_vec());
+    let bound = 0.5; // 1 / sqrt(4)
+    assert!(a.weight.to_vec().iter().all(|w| w.abs() <= bound));
 }

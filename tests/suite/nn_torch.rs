@@ -5,8 +5,8 @@
 
 use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
 use namedtensor::nn::{
-    AttentionMasks, AvgPool2d, Conv2d, Embedding, LayerNorm, Linear, MaxPool2d, Module,
-    MultiHeadAttention, RmsNorm, TransformerBlock, TransformerConfig,
+    AttentionMasks, AvgPool2d, Conv2d, Embedding, Forward, Gelu, LayerNorm, Linear, LogSoftmax,
+    MaxPool2d, Module, MultiHeadAttention, RmsNorm, TransformerBlock, TransformerConfig,
 };
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{
@@ -522,7 +522,7 @@ fn optimisers_match_pytorch_step_for_step() {
 
 #[test]
 fn schedules_match_pytorch_bit_for_bit() {
-    let fc = Linear::<In, Out>::new(2, 2, 0);
+    let fc = Linear::<In, Out>::seeded(2, 2, 0);
     let run = |make: &dyn Fn(&mut dyn Optimizer) -> Box<dyn LrScheduler>, key: &str| {
         let mut opt = Sgd::new(
             fc.parameters(),
@@ -923,7 +923,7 @@ fn attention_masks_match_pytorch_key_padding_and_attn_mask() {
 
 #[test]
 fn attention_masks_that_do_not_fit_are_errors_naming_the_dim() {
-    let attn = MultiHeadAttention::<Model, Heads, HeadDim, f64>::new(8, 2, 0);
+    let attn = MultiHeadAttention::<Model, Heads, HeadDim, f64>::seeded(8, 2, 0);
     let x = Tensor::<f64, (Batch, Seq, Model)>::randn([3, 5, 8], 1);
     let pad = Tensor::<bool, (Batch, Seq)>::zeros([3, 4]);
     let e = attn
@@ -956,7 +956,8 @@ fn attention_masks_that_do_not_fit_are_errors_naming_the_dim() {
 
 #[test]
 fn transformer_block_key_padding_matches_pytorch() {
-    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::new(torch_layer(false), 0);
+    let block =
+        TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::seeded(torch_layer(false), 0);
     set_parameters(&block, "block_masked", "param");
     let x = named::<(Batch, Seq, Model)>(leaf("block_masked/x"));
     let y = block.forward_masked(&x, Seq, &AttentionMasks::new().key_padding(&key_padding()));
@@ -1007,7 +1008,8 @@ fn set_parameters<E: Float>(model: &impl Module<E>, case: &str, what: &str) {
 
 #[test]
 fn transformer_block_matches_pytorch_encoder_layer() {
-    let block = TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::new(torch_layer(true), 0);
+    let block =
+        TransformerBlock::<Model, Heads, HeadDim, Hidden, f64>::seeded(torch_layer(true), 0);
     set_parameters(&block, "block", "param");
     let x = named::<(Batch, Seq, Model)>(leaf("block/x"));
     let y = block.forward(&x, Seq);
@@ -1035,7 +1037,7 @@ fn train_char<E: Float>(case: &str, make: MakeOptimizer<E>, rtol: f64) {
         context: 12,
         layers: 2,
     };
-    let model = CharTransformer::<E>::new(sizes, 0);
+    let model = CharTransformer::<E>::new(sizes); // every parameter is then set from PyTorch's
     set_parameters(&model, case, "init");
     let windows = ints("char/windows");
     let ce = CrossEntropy::default();
@@ -1052,4 +1054,34 @@ fn char_transformer_trains_like_pytorch() {
     train_char::<f64>("char_adamw", adamw(1e-2), 1e-9);
     train_char::<f32>("char_adamw_f32", adamw(1e-2), 1e-4);
     train_char::<f64>("char_sgd", sgd_momentum(0.1), 1e-9);
+}
+
+#[test]
+fn a_tuple_of_layers_matches_pytorch_sequential() {
+    // nn.Sequential(Linear(5, 4), GELU(), Linear(4, 3), LogSoftmax(-1)) as a tuple: the dims
+    // chain In -> Hidden -> Out, and the parameter names are PyTorch's state_dict keys.
+    let seq = (
+        Linear::<In, Hidden, f64>::seeded(5, 4, 0),
+        Gelu,
+        Linear::<Hidden, Out, f64>::seeded(4, 3, 1),
+        LogSoftmax::<Out>::new(),
+    );
+    let names: Vec<String> = seq.parameters().iter().map(|p| p.name.clone()).collect();
+    assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
+    set_parameters(&seq, "sequential", "param");
+    let x = named::<(Batch, Seq, In)>(leaf("sequential/x"));
+    let y: Tensor<f64, (Batch, Seq, Out)> = seq.forward(&x);
+    close("sequential y", y.as_dyn(), &get("sequential/y"), 1e-12);
+    let r = named::<(Batch, Seq, Out)>(get("sequential/r"));
+    y.mul_strict(&r).sum::<(Batch, Seq, Out)>().backward();
+    close(
+        "sequential grad x",
+        &x.grad().unwrap().into_dyn(),
+        &get("sequential/grad/x"),
+        1e-10,
+    );
+    for p in seq.parameters() {
+        let want = get(&format!("sequential/grad/{}", p.name));
+        close(&p.name, &p.tensor.grad().unwrap(), &want, 1e-10);
+    }
 }

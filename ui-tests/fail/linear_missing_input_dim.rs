@@ -5,7 +5,7 @@ use namedtensor::Tensor;
 namedtensor::dims! { Batch, Features, Hidden, Classes }
 
 fn main() {
-    let fc = Linear::<Hidden, Classes>::new(8, 3, 0);
+    let fc = Linear::<Hidden, Classes>::seeded(8, 3, 0);
     let x = Tensor::<f32, (Batch, Features)>::ones([2, 8]);
     let _ = fc.forward(&x);
 }

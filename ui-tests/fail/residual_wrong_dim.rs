@@ -6,7 +6,7 @@ use namedtensor::{Tensor, dims};
 dims! { Batch, Model, Hidden }
 
 fn main() {
-    let layer = Linear::<Model, Hidden>::new(4, 8, 0);
+    let layer = Linear::<Model, Hidden>::seeded(4, 8, 0);
     let x = Tensor::<f32, (Batch, Model)>::ones([2, 4]);
     let _ = x.add_strict(&layer.forward(&x));
 }

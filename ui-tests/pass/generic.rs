@@ -79,8 +79,8 @@ impl<In: Dim, Hid: Dim, Out: Dim> Mlp<In, Hid, Out> {
         (Out, Hid): Shape,
     {
         Mlp {
-            fc1: Linear::new(sizes[0], sizes[1], seed),
-            fc2: Linear::new(sizes[1], sizes[2], seed + 1),
+            fc1: Linear::seeded(sizes[0], sizes[1], seed),
+            fc2: Linear::seeded(sizes[1], sizes[2], seed + 1),
         }
     }
 
@@ -141,9 +141,9 @@ fn main() {
 
     // The generic gated layer against the same math on concrete dims, element by element.
     let gated = Gated::<Hidden, Key> {
-        value: Linear::new(4, 5, 1),
-        gate: Linear::new(4, 5, 2),
-        skip: Linear::new(4, 5, 3),
+        value: Linear::seeded(4, 5, 1),
+        gate: Linear::seeded(4, 5, 2),
+        skip: Linear::seeded(4, 5, 3),
     };
     let x = Tensor::<f32, (Batch, Seq, Hidden)>::randn([2, 3, 4], 4);
     let y: Tensor<f32, (Batch, Seq, Key)> = gated.forward(&x);

@@ -32,10 +32,10 @@ impl Classifier {
 
 fn main() {
     let model = Classifier {
-        embed: Embedding::new(20, 8, 0),
+        embed: Embedding::seeded(20, 8, 0),
         norm: LayerNorm::new(8),
-        drop: Dropout::new(0.1, 1),
-        head: Linear::new(8, 3, 2),
+        drop: Dropout::seeded(0.1, 1),
+        head: Linear::seeded(8, 3, 2),
     };
     let mut opt = Adam::new(model.parameters(), AdamConfig::adamw());
     let ids = Tensor::<i64, (Batch, Seq)>::zeros([2, 5]);

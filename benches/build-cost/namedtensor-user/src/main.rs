@@ -7,8 +7,8 @@ dims! { Batch, Features, Hidden, Classes }
 
 fn main() {
     let x = Tensor::<f32, (Batch, Features)>::randn([4, 8], 0);
-    let l1 = Linear::<Features, Hidden>::new(8, 16, 1);
-    let l2 = Linear::<Hidden, Classes>::new(16, 3, 2);
+    let l1 = Linear::<Features, Hidden>::new(8, 16);
+    let l2 = Linear::<Hidden, Classes>::new(16, 3);
     let y = l2.forward(&l1.forward(&x).relu()).softmax::<Classes>();
     println!("{y}");
     let _ = l1.parameters();
