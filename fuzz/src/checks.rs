@@ -4,6 +4,7 @@
 //! out of bounds, and a failed load leaves the model it loads into as it was.
 
 use namedtensor::nn::{Linear, Module, load_parameters};
+use namedtensor::optim::{Adam, AdamConfig, Optimizer, StepLr, load_checkpoint};
 use namedtensor::{DynTensor, Element, NpzFile, load_tensors_from_bytes};
 
 /// A loaded tensor is usable: read back, copied, reduced, printed.
@@ -103,13 +104,49 @@ pub fn load_parameters_into_mlp(data: &[u8], dir: &std::path::Path) -> bool {
     let before = values(&model);
     let path = dir.join("parameters.safetensors");
     std::fs::write(&path, data).expect("the scratch directory is writable");
-    match load_parameters(&model, &path) {
+    let loaded = match load_parameters(&model, &path) {
         Ok(()) => {
             model.parameters().iter().for_each(|p| exercise(&p.tensor));
             true
         }
         Err(_) => {
             assert!(before == values(&model), "a failed load changed the model");
+            false
+        }
+    };
+    load_checkpoint_into_mlp(&path, &values) || loaded
+}
+
+/// The same file as a checkpoint (`load_checkpoint`) for that model, an AdamW optimiser and
+/// a StepLR schedule: on error the parameters are as they were, and on success the loaded
+/// state takes a step.
+fn load_checkpoint_into_mlp(
+    path: &std::path::Path,
+    values: &dyn Fn(&Mlp) -> Vec<Vec<f32>>,
+) -> bool {
+    let model = Mlp {
+        fc1: Linear::seeded(64, 32, 0),
+        fc2: Linear::seeded(32, 10, 1),
+    };
+    let before = values(&model);
+    let mut opt = Adam::new(model.parameters(), AdamConfig::adamw());
+    let mut sched = StepLr::new(&mut opt, 2, 0.5).expect("a valid schedule");
+    match load_checkpoint(path, &model, &mut opt, Some(&mut sched)) {
+        Ok(()) => {
+            model.parameters().iter().for_each(|p| {
+                exercise(&p.tensor);
+                let _ = p
+                    .tensor
+                    .set_grad(Some(DynTensor::<f32>::ones_like(&p.tensor)));
+            });
+            let _ = opt.step();
+            true
+        }
+        Err(_) => {
+            assert!(
+                before == values(&model),
+                "a failed checkpoint load changed the model"
+            );
             false
         }
     }

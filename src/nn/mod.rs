@@ -35,7 +35,7 @@ mod linear;
 pub mod loss;
 mod module;
 mod rms_norm;
-mod store;
+pub(crate) mod store;
 mod transformer;
 
 pub use activation::{Gelu, GeluTanh, LogSoftmax, Relu, Sigmoid, Silu, Softmax, Tanh};

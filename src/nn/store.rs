@@ -13,8 +13,9 @@
 use super::module::{Module, Parameter};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ops::SafetensorsFile;
 use crate::tensor::DynTensor;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// Saves every parameter of `module` under its dotted name, with its dim names.
@@ -38,15 +39,19 @@ pub fn save_parameters<E: Element, M: Module<E> + ?Sized>(
     path: impl AsRef<Path>,
 ) -> Result<()> {
     let params = module.parameters();
-    let metadata: HashMap<String, String> = params
-        .iter()
-        .map(|p| (format!("dims.{}", p.name), p.dims.join(",")))
-        .collect();
     let tensors: Vec<(&str, &dyn crate::SaveTensor)> = params
         .iter()
         .map(|p| (p.name.as_str(), &p.tensor as &dyn crate::SaveTensor))
         .collect();
-    crate::ops::save_with_metadata(path.as_ref(), &tensors, Some(metadata))
+    crate::ops::save_with_metadata(path.as_ref(), &tensors, Some(dims_metadata(&params)))
+}
+
+/// The metadata entries `dims.<name>` = the parameter's dim names joined by `,`.
+pub(crate) fn dims_metadata<E: Element>(params: &[Parameter<E>]) -> HashMap<String, String> {
+    params
+        .iter()
+        .map(|p| (format!("dims.{}", p.name), p.dims.join(",")))
+        .collect()
 }
 
 /// Loads every parameter of `module` from a safetensors file: one saved by
@@ -61,19 +66,27 @@ pub fn load_parameters<E: Element, M: Module<E> + ?Sized>(
     path: impl AsRef<Path>,
 ) -> Result<()> {
     let path = path.as_ref();
-    let (tensors, metadata) = crate::ops::load_with_metadata::<E>(path)?;
-    let mut by_name: HashMap<String, DynTensor<E>> = tensors.into_iter().collect();
+    let file = SafetensorsFile::open(path)?;
     let params = module.parameters();
-    let err = |kind, msg: String| {
-        Error::new(
-            kind,
-            "load_parameters",
-            format!("{}: {msg}", path.display()),
-        )
-    };
-    let mut pairs: Vec<(&Parameter<E>, DynTensor<E>)> = Vec::with_capacity(params.len());
-    for p in &params {
-        let Some(t) = by_name.remove(&p.name) else {
+    let values = read_parameters("load_parameters", &params, &file, path, |_| false)?;
+    write_parameters(&params, values)
+}
+
+/// The value in `file` of each of `params`, checked against it: present, of its dtype, its
+/// shape and (where the file records them) its dim names; and every tensor of the file is a
+/// parameter, or one that `other` claims (a checkpoint's optimiser state). Nothing is
+/// written.
+pub(crate) fn read_parameters<E: Element>(
+    op: &'static str,
+    params: &[Parameter<E>],
+    file: &SafetensorsFile,
+    path: &Path,
+    other: impl Fn(&str) -> bool,
+) -> Result<Vec<DynTensor<E>>> {
+    let err = |kind, msg: String| Error::new(kind, op, format!("{}: {msg}", path.display()));
+    let mut values = Vec::with_capacity(params.len());
+    for p in params {
+        if file.dtype(&p.name).is_none() {
             return Err(err(
                 ErrorKind::InvalidArgument,
                 format!(
@@ -81,8 +94,8 @@ pub fn load_parameters<E: Element, M: Module<E> + ?Sized>(
                     p.name, p.dims
                 ),
             ));
-        };
-        if let Some(saved) = metadata.get(&format!("dims.{}", p.name)) {
+        }
+        if let Some(saved) = file.metadata().get(&format!("dims.{}", p.name)) {
             let ours = p.dims.join(",");
             if *saved != ours {
                 return Err(err(
@@ -94,6 +107,7 @@ pub fn load_parameters<E: Element, M: Module<E> + ?Sized>(
                 ));
             }
         }
+        let t = file.get::<E>(&p.name)?;
         if t.shape() != p.tensor.shape() {
             return Err(err(
                 ErrorKind::ShapeMismatch,
@@ -106,18 +120,32 @@ pub fn load_parameters<E: Element, M: Module<E> + ?Sized>(
                 ),
             ));
         }
-        pairs.push((p, t));
+        values.push(t);
     }
-    if !by_name.is_empty() {
-        let mut extra: Vec<&String> = by_name.keys().collect();
-        extra.sort();
+    let ours: HashSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
+    let mut extra: Vec<&str> = file
+        .names()
+        .into_iter()
+        .filter(|n| !ours.contains(n) && !other(n))
+        .collect();
+    if !extra.is_empty() {
+        extra.sort_unstable();
         return Err(err(
             ErrorKind::InvalidArgument,
             format!("the file has tensors the module does not: {extra:?}"),
         ));
     }
+    Ok(values)
+}
+
+/// Overwrites each parameter with its value from [`read_parameters`], in place (handles held
+/// by optimisers see the new values), on the parameter's device.
+pub(crate) fn write_parameters<E: Element>(
+    params: &[Parameter<E>],
+    values: Vec<DynTensor<E>>,
+) -> Result<()> {
     crate::autograd::no_grad(|| {
-        for (p, t) in &pairs {
+        for (p, t) in params.iter().zip(values) {
             let t = t.to_device(p.tensor.device())?; // a handle when already there
             p.tensor.try_copy_(&t)?;
         }

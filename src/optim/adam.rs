@@ -1,10 +1,13 @@
 //! [`Adam`] and AdamW (decoupled weight decay) with PyTorch's update rule, AMSGrad
 //! included.
 
-use super::{Optimizer, check, check_lr, check_non_negative, check_params};
+use super::{
+    Optimizer, StateReader, StateWriter, check, check_lr, check_non_negative, check_params,
+    check_state_names, read_param_state,
+};
 use crate::autograd::no_grad;
 use crate::dtype::Float;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::nn::Parameter;
 use crate::tensor::DynTensor;
 
@@ -198,6 +201,62 @@ impl<E: Float> Optimizer for Adam<E> {
     fn set_lr(&mut self, lr: f64) -> Result<()> {
         check_lr(op_name(&self.config), lr)?;
         self.config.lr = lr;
+        Ok(())
+    }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        out.number("param_groups.lr", self.config.lr);
+        for (p, s) in self.params.iter().zip(&self.state) {
+            let Some(s) = s else { continue };
+            let key = |b: &str| format!("state.{}.{b}", p.name);
+            out.count(&key("step"), u64::try_from(s.step).unwrap_or(0));
+            out.tensor(&key("exp_avg"), &s.exp_avg);
+            out.tensor(&key("exp_avg_sq"), &s.exp_avg_sq);
+            if let Some(max) = &s.max_exp_avg_sq {
+                out.tensor(&key("max_exp_avg_sq"), max);
+            }
+        }
+        Ok(())
+    }
+
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+        let op = op_name(&self.config);
+        let lr = from.number("param_groups.lr")?;
+        check_lr(op, lr).map_err(|e| from.error(e.kind(), e.to_string()))?;
+        let buffers: &[&str] = if self.config.amsgrad {
+            &["exp_avg", "exp_avg_sq", "max_exp_avg_sq"]
+        } else {
+            &["exp_avg", "exp_avg_sq"]
+        };
+        check_state_names(from, op, &self.params, &[buffers, &["step"]].concat())?;
+        let mut state = Vec::with_capacity(self.params.len());
+        for p in &self.params {
+            let read = read_param_state(from, &p.name, &p.tensor, buffers, true)?;
+            state.push(match read {
+                None => None,
+                Some((mut t, step)) => {
+                    let step = i32::try_from(step.unwrap_or(0)).map_err(|_| {
+                        from.error(
+                            ErrorKind::InvalidArgument,
+                            format!("the step count of `{}` does not fit an i32", p.name),
+                        )
+                    })?;
+                    let max_exp_avg_sq = (t.len() == 3).then(|| t.remove(2));
+                    let exp_avg_sq = t.remove(1);
+                    let exp_avg = t.remove(0);
+                    Some(Moments {
+                        exp_avg,
+                        exp_avg_sq,
+                        max_exp_avg_sq,
+                        step,
+                    })
+                }
+            });
+        }
+        if apply {
+            self.config.lr = lr;
+            self.state = state;
+        }
         Ok(())
     }
 }

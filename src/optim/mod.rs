@@ -27,11 +27,13 @@
 //! [`Module::parameters`]: crate::nn::Module::parameters
 
 mod adam;
+mod checkpoint;
 mod clip;
 mod schedule;
 mod sgd;
 
 pub use adam::{Adam, AdamConfig};
+pub use checkpoint::{StateReader, StateWriter, load_checkpoint, save_checkpoint};
 pub use clip::clip_grad_norm_;
 pub use schedule::{CosineAnnealingLr, LinearLr, LrScheduler, StepLr};
 pub use sgd::{Sgd, SgdConfig};
@@ -39,6 +41,7 @@ pub use sgd::{Sgd, SgdConfig};
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::nn::Parameter;
+use crate::tensor::DynTensor;
 
 /// What every optimiser does.
 pub trait Optimizer {
@@ -51,6 +54,66 @@ pub trait Optimizer {
     /// Sets the learning rate (what schedules do); an error unless it is finite and ≥ 0 (0,
     /// as in PyTorch, is where a cosine schedule with `eta_min = 0` ends).
     fn set_lr(&mut self, lr: f64) -> Result<()>;
+    /// Writes the state a resumed run needs (per-parameter buffers and step counts, the
+    /// learning rate) for [`save_checkpoint`].
+    fn save_state(&self, out: &mut StateWriter) -> Result<()>;
+    /// Reads the state [`Optimizer::save_state`] wrote, checking it against this
+    /// optimiser's parameters; it changes nothing unless `apply` ([`load_checkpoint`] checks
+    /// every part of a checkpoint before it applies any).
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()>;
+}
+
+/// One parameter's saved state: its buffers, in the order asked for, and its step count.
+type ParamState<E> = (Vec<DynTensor<E>>, Option<u64>);
+
+/// The state of parameter `name` under `from`, for each buffer in `buffers` (shaped like
+/// `like`) and its step count if `counted`; `None` when the checkpoint has none of it (a
+/// parameter never stepped). Half of a state is an error naming the missing entry.
+fn read_param_state<E: Float>(
+    from: &StateReader<'_>,
+    name: &str,
+    like: &DynTensor<E>,
+    buffers: &[&str],
+    counted: bool,
+) -> Result<Option<ParamState<E>>> {
+    let key = |b: &str| format!("state.{name}.{b}");
+    let any = buffers.iter().any(|b| from.has(&key(b))) || (counted && from.has(&key("step")));
+    if !any {
+        return Ok(None);
+    }
+    let tensors = buffers
+        .iter()
+        .map(|b| from.tensor(&key(b), like))
+        .collect::<Result<Vec<_>>>()?;
+    let step = if counted {
+        Some(from.count(&key("step"))?)
+    } else {
+        None
+    };
+    Ok(Some((tensors, step)))
+}
+
+/// An error unless every entry of `from` under `state.` belongs to one of `params` and is
+/// one of `known` buffers: state for a parameter the optimiser does not hold, or written by
+/// another optimiser, would otherwise be dropped silently.
+fn check_state_names<E: Float>(
+    from: &StateReader<'_>,
+    op: &str,
+    params: &[Parameter<E>],
+    known: &[&str],
+) -> Result<()> {
+    for entry in from.names_under("state.") {
+        let ok = entry.rsplit_once('.').is_some_and(|(param, buffer)| {
+            known.contains(&buffer) && params.iter().any(|p| p.name == param)
+        });
+        if !ok {
+            return Err(from.error(
+                ErrorKind::InvalidArgument,
+                format!("the checkpoint's `optimizer.state.{entry}` is no state of this {op}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that `value` (the option `what` of optimiser `op`) passes `ok`; the error says

@@ -4,7 +4,7 @@
 //! A schedule is made from an optimiser (which sets the rate of epoch 0, as PyTorch's
 //! constructors do) and stepped once per epoch after the optimiser's step.
 
-use super::Optimizer;
+use super::{Optimizer, StateReader, StateWriter};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A learning-rate schedule.
@@ -13,6 +13,22 @@ pub trait LrScheduler {
     fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()>;
     /// The number of steps taken (PyTorch's `last_epoch`).
     fn last_epoch(&self) -> usize;
+    /// Writes the schedule's counters and rates for
+    /// [`save_checkpoint`](super::save_checkpoint).
+    fn save_state(&self, out: &mut StateWriter) -> Result<()>;
+    /// Reads them back; changes nothing unless `apply` (see [`Optimizer::load_state`]).
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()>;
+}
+
+/// A count of a saved schedule, as a `usize`.
+fn read_count(from: &StateReader<'_>, name: &str) -> Result<usize> {
+    let v = from.count(name)?;
+    usize::try_from(v).map_err(|_| {
+        from.error(
+            ErrorKind::InvalidArgument,
+            format!("the schedule's `{name}` = {v} does not fit a usize"),
+        )
+    })
 }
 
 fn invalid(op: &'static str, msg: String) -> Error {
@@ -85,6 +101,25 @@ impl LrScheduler for StepLr {
     fn last_epoch(&self) -> usize {
         self.epoch
     }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        out.count("last_epoch", self.epoch as u64);
+        out.count("step_size", self.step_size as u64);
+        out.number("gamma", self.gamma);
+        Ok(())
+    }
+
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+        let loaded = StepLr {
+            epoch: read_count(from, "last_epoch")?,
+            step_size: read_count(from, "step_size")?,
+            gamma: from.number("gamma")?,
+        };
+        if apply {
+            *self = loaded;
+        }
+        Ok(())
+    }
 }
 
 /// Cosine annealing from the initial rate to `eta_min` over `t_max` epochs (PyTorch's
@@ -153,6 +188,27 @@ impl LrScheduler for CosineAnnealingLr {
     fn last_epoch(&self) -> usize {
         self.epoch
     }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        out.count("last_epoch", self.epoch as u64);
+        out.count("t_max", self.t_max as u64);
+        out.number("eta_min", self.eta_min);
+        out.number("base_lr", self.base_lr);
+        Ok(())
+    }
+
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+        let loaded = CosineAnnealingLr {
+            epoch: read_count(from, "last_epoch")?,
+            t_max: read_count(from, "t_max")?,
+            eta_min: from.number("eta_min")?,
+            base_lr: from.number("base_lr")?,
+        };
+        if apply {
+            *self = loaded;
+        }
+        Ok(())
+    }
 }
 
 /// Scales the initial rate linearly from `start_factor` to `end_factor` over `total_iters`
@@ -217,5 +273,26 @@ impl LrScheduler for LinearLr {
 
     fn last_epoch(&self) -> usize {
         self.epoch
+    }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        out.count("last_epoch", self.epoch as u64);
+        out.count("total_iters", self.total as u64);
+        out.number("start_factor", self.start);
+        out.number("end_factor", self.end);
+        Ok(())
+    }
+
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+        let loaded = LinearLr {
+            epoch: read_count(from, "last_epoch")?,
+            total: read_count(from, "total_iters")?,
+            start: from.number("start_factor")?,
+            end: from.number("end_factor")?,
+        };
+        if apply {
+            *self = loaded;
+        }
+        Ok(())
     }
 }

@@ -1,7 +1,10 @@
 //! [`Sgd`]: stochastic gradient descent with PyTorch's momentum, dampening, Nesterov and
 //! weight-decay rules.
 
-use super::{Optimizer, check, check_lr, check_non_negative, check_params};
+use super::{
+    Optimizer, StateReader, StateWriter, check, check_lr, check_non_negative, check_params,
+    check_state_names, read_param_state,
+};
 use crate::autograd::no_grad;
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
@@ -140,6 +143,35 @@ impl<E: Float> Optimizer for Sgd<E> {
     fn set_lr(&mut self, lr: f64) -> Result<()> {
         check_lr("SGD", lr)?;
         self.config.lr = lr;
+        Ok(())
+    }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        out.number("param_groups.lr", self.config.lr);
+        for (p, b) in self.params.iter().zip(&self.buffers) {
+            if let Some(b) = b {
+                out.tensor(&format!("state.{}.momentum_buffer", p.name), b);
+            }
+        }
+        Ok(())
+    }
+
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+        let lr = from.number("param_groups.lr")?;
+        check_lr("SGD", lr).map_err(|e| from.error(e.kind(), e.to_string()))?;
+        check_state_names(from, "SGD", &self.params, &["momentum_buffer"])?;
+        let buffers = self
+            .params
+            .iter()
+            .map(|p| {
+                let read = read_param_state(from, &p.name, &p.tensor, &["momentum_buffer"], false)?;
+                Ok(read.map(|(mut t, _)| t.remove(0)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if apply {
+            self.config.lr = lr;
+            self.buffers = buffers;
+        }
         Ok(())
     }
 }

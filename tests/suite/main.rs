@@ -12,6 +12,7 @@ mod autograd_grads;
 mod autograd_named;
 mod autograd_torch;
 mod bad_input;
+mod checkpoint;
 mod contiguous;
 mod core_aliasing;
 mod core_display;
