@@ -2,8 +2,9 @@
 
 use super::Tensor;
 use crate::dtype::{Element, Float};
+use crate::error::Result;
 use crate::named::{DimTuple, Shape};
-use crate::tensor::DynTensor;
+use crate::tensor::{DynTensor, or_panic};
 
 /// A shape's sizes: an array with one `usize` per dim, so giving the wrong number of sizes
 /// is a compile error.
@@ -163,6 +164,35 @@ impl<E: Float, S: DimTuple> Tensor<E, S> {
         S: ShapeSizes,
     {
         Tensor::wrap(DynTensor::normal(sizes.as_ref(), mean, std, seed))
+    }
+}
+
+impl<E: crate::dtype::Numeric, S: DimTuple> Tensor<E, S> {
+    /// Seeded integers drawn uniformly from `[low, high)` as values of `E`, one size per dim
+    /// (PyTorch's `randint`). Panics where [`Tensor::try_randint`] fails.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Seq }
+    /// let ids = Tensor::<i64, (Batch, Seq)>::randint(0, 50, [2, 8], 3);
+    /// assert_eq!(ids.names(), ["Batch", "Seq"]);
+    /// assert!(ids.to_vec().iter().all(|v| (0..50).contains(v)));
+    /// ```
+    #[track_caller]
+    pub fn randint(low: i64, high: i64, sizes: S::Sizes, seed: u64) -> Self
+    where
+        S: ShapeSizes,
+    {
+        or_panic(Self::try_randint(low, high, sizes, seed))
+    }
+
+    /// [`Tensor::randint`], or an error when `low >= high` or a value of the range does not
+    /// fit `E` exactly.
+    pub fn try_randint(low: i64, high: i64, sizes: S::Sizes, seed: u64) -> Result<Self>
+    where
+        S: ShapeSizes,
+    {
+        DynTensor::try_randint(low, high, sizes.as_ref(), seed).map(Tensor::wrap)
     }
 }
 

@@ -130,6 +130,81 @@ named_comparisons! {
     ge try_ge ge_scalar ">=";
 }
 
+impl<A: Element, S: DimTuple, P: DimTuple> Tensor<A, S, P> {
+    /// Whether `|self − other| ≤ atol + rtol · |other|` elementwise (PyTorch's `isclose`;
+    /// see [`DynTensor::isclose`](crate::DynTensor::isclose)), broadcasting by name as the
+    /// comparisons do. Panics where [`Tensor::try_isclose`] fails.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let a = Tensor::<f64, (Rows, Cols)>::from_vec(vec![1.0, 2.0, 3.0, 4.0], [2, 2]);
+    /// let b = Tensor::<f64, (Cols, Rows)>::from_vec(vec![1.0, 3.0, 2.0 + 1e-9, 4.5], [2, 2]);
+    /// let close = a.isclose(&b, 1e-6, 0.0, false); // b is aligned by name: b[Rows i][Cols j]
+    /// assert_eq!(close.names(), ["Rows", "Cols"]);
+    /// assert_eq!(close.to_vec(), vec![true, true, true, false]);
+    /// ```
+    #[track_caller]
+    pub fn isclose<B: Element, S2: DimTuple, P2: DimTuple>(
+        &self,
+        other: &Tensor<B, S2, P2>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> ByName<bool, S, S2, P, P2>
+    where
+        S: Broadcast<S2, P, P2>,
+    {
+        or_panic(self.try_isclose(other, rtol, atol, equal_nan))
+    }
+
+    /// [`Tensor::isclose`], or an error naming the dim whose sizes disagree.
+    pub fn try_isclose<B: Element, S2: DimTuple, P2: DimTuple>(
+        &self,
+        other: &Tensor<B, S2, P2>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<ByName<bool, S, S2, P, P2>>
+    where
+        S: Broadcast<S2, P, P2>,
+    {
+        aligned_op(
+            "isclose",
+            &self.raw,
+            const { &<S as Broadcast<S2, P, P2>>::LHS },
+            &other.raw,
+            const { &<S as Broadcast<S2, P, P2>>::RHS },
+            full_names::<<S as Broadcast<S2, P, P2>>::Out, <S as Broadcast<S2, P, P2>>::Private>,
+            |l, r| l.try_isclose(r, rtol, atol, equal_nan),
+        )
+        .map(Tensor::wrap)
+    }
+
+    /// Whether every element is close to `other`'s, lined up by name ([`Tensor::isclose`],
+    /// NaNs never close); false where the sizes do not broadcast.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Rows, Cols }
+    /// let a = Tensor::<f32, (Rows, Cols)>::from_vec(vec![1.0, 2.0, 3.0, 4.0], [2, 2]);
+    /// assert!(a.allclose(&a.align_to::<(Cols, Rows)>().contiguous(), 1e-6, 0.0));
+    /// assert!(!a.allclose(&Tensor::<f32, (Cols,)>::ones([3]), 1e-6, 0.0));
+    /// ```
+    pub fn allclose<B: Element, S2: DimTuple, P2: DimTuple>(
+        &self,
+        other: &Tensor<B, S2, P2>,
+        rtol: f64,
+        atol: f64,
+    ) -> bool
+    where
+        S: Broadcast<S2, P, P2>,
+    {
+        self.try_isclose(other, rtol, atol, false)
+            .is_ok_and(|close| close.raw.all())
+    }
+}
+
 /// The result of [`Tensor::where_`]: `self + other`'s dims, the promoted element type.
 type Chosen<A, B, S, S2, P, P2> = ByName<Promoted<A, B>, S, S2, P, P2>;
 /// The dims [`Tensor::where_`] selects in.

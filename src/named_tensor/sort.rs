@@ -1,9 +1,12 @@
 //! Sorting by name: `sort`, `argsort` and `topk` along a named dim, which the results keep.
 
 use super::Tensor;
+use super::binary::full_names;
 use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
 use crate::named::DimTuple;
 use crate::named::HasDim;
+use crate::tensor::or_panic;
 
 /// Sorted values and the indices they came from, with `Self`'s dims.
 type SortedAlong<E, S, P> = (Tensor<E, S, P>, Tensor<i64, S, P>);
@@ -45,8 +48,8 @@ impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     }
 
     /// The `k` largest (or, with `largest` false, smallest) entries along `D`, most extreme
-    /// first, and their indices; `D` keeps its name with size `k`. Panics if `k` is above
-    /// the size of `D`.
+    /// first, and their indices; `D` keeps its name with size `k`. Panics where
+    /// [`Tensor::try_topk`] fails.
     ///
     /// ```
     /// use namedtensor::{dims, Tensor};
@@ -61,7 +64,37 @@ impl<E: Element, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     where
         S: HasDim<D, P>,
     {
-        let (v, i) = self.raw.topk(k, <S as HasDim<D, P>>::AXIS, largest);
-        (Tensor::wrap(v), Tensor::wrap(i))
+        or_panic(self.try_topk::<D>(k, largest))
+    }
+
+    /// [`Tensor::topk`], or an error when `k` is above the size of `D`, naming `D`.
+    ///
+    /// ```
+    /// use namedtensor::{dims, Tensor};
+    /// dims! { Batch, Classes }
+    /// let logits = Tensor::<f32, (Batch, Classes)>::zeros([2, 3]);
+    /// let err = logits.try_topk::<Classes>(4, true).unwrap_err();
+    /// assert!(err.to_string().contains("`Classes`"), "{err}");
+    /// ```
+    pub fn try_topk<D>(&self, k: usize, largest: bool) -> Result<SortedAlong<E, S, P>>
+    where
+        S: HasDim<D, P>,
+    {
+        let axis = <S as HasDim<D, P>>::AXIS;
+        let n = self.raw.shape()[axis as usize];
+        if k > n {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "topk",
+                format!(
+                    "k = {k} is more than the {n} entries along `{}` (dims {:?}, sizes {:?})",
+                    full_names::<S, P>()[axis as usize],
+                    full_names::<S, P>(),
+                    self.raw.shape()
+                ),
+            ));
+        }
+        let (v, i) = self.raw.try_topk(k, axis, largest)?;
+        Ok((Tensor::wrap(v), Tensor::wrap(i)))
     }
 }

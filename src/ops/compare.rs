@@ -402,7 +402,24 @@ impl<E: Element> DynTensor<E> {
         atol: f64,
         equal_nan: bool,
     ) -> DynTensor<bool> {
-        or_panic(isclose(self, other, rtol, atol, equal_nan))
+        or_panic(self.try_isclose(other, rtol, atol, equal_nan))
+    }
+
+    /// [`DynTensor::isclose`], or an error where the shapes do not broadcast.
+    ///
+    /// ```
+    /// use namedtensor::DynTensor;
+    /// let a = DynTensor::<f32>::ones(&[2, 3]);
+    /// assert!(a.try_isclose(&DynTensor::<f32>::ones(&[2]), 1e-5, 1e-8, false).is_err());
+    /// ```
+    pub fn try_isclose<B: Element>(
+        &self,
+        other: &DynTensor<B>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> Result<DynTensor<bool>> {
+        isclose(self, other, rtol, atol, equal_nan)
     }
 
     /// Whether every element is close to `other`'s (see [`DynTensor::isclose`], NaNs never

@@ -321,3 +321,114 @@ proptest! {
         prop_assert_eq!(got.to_vec(), take_along_naive(&vals, &[b, s, v], 2, &idx, &[ib, is]));
     }
 }
+
+/// `|a − b| ≤ atol + rtol·|b|`, NaN close to NaN only if `equal_nan`, infinities only to
+/// themselves: PyTorch's rule, written out.
+fn close_by_hand(a: f64, b: f64, rtol: f64, atol: f64, equal_nan: bool) -> bool {
+    if a.is_nan() || b.is_nan() {
+        return equal_nan && a.is_nan() && b.is_nan();
+    }
+    if a.is_infinite() || b.is_infinite() {
+        return a == b;
+    }
+    (a - b).abs() <= atol + rtol * b.abs()
+}
+
+proptest! {
+    #![proptest_config(common::proptest_cases(48))]
+
+    /// isclose lines the operands up by name (here a transposed right operand, broadcast
+    /// over a dim it lacks) and applies PyTorch's rule to each pair.
+    #[test]
+    fn isclose_by_name_matches_the_rule(
+        r in 1usize..4, c in 1usize..4, b in 1usize..3, seed in 0u64..1000,
+        rtol in prop_oneof![Just(0.0), Just(1e-3), Just(0.5)],
+        atol in prop_oneof![Just(0.0), Just(1e-2)],
+        equal_nan in any::<bool>(),
+    ) {
+        let specials = [f64::NAN, f64::INFINITY, -f64::INFINITY, 0.0];
+        let mut av = f64s(b * r * c, seed);
+        // Every fifth entry special; some right-hand entries a tiny step from the left's.
+        for (i, v) in av.iter_mut().enumerate() {
+            if i % 5 == 3 {
+                *v = specials[(i / 5) % 4];
+            }
+        }
+        let bvals: Vec<f64> = (0..c * r)
+            .map(|k| {
+                let (j, i) = (k / r, k % r); // (Cols j, Rows i), of batch entry 0
+                let base = av[i * c + j];
+                match k % 3 {
+                    0 => base,
+                    1 => base * (1.0 + 1e-4),
+                    _ => f64s(1, seed + k as u64)[0],
+                }
+            })
+            .collect();
+        let a = Tensor::<f64, (Batch, Rows, Cols)>::from_vec(av.clone(), [b, r, c]);
+        let other = Tensor::<f64, (Cols, Rows)>::from_vec(bvals.clone(), [c, r]);
+        let got = a.isclose(&other, rtol, atol, equal_nan);
+        prop_assert_eq!(got.names(), ["Batch", "Rows", "Cols"]);
+        let want = |nan: bool| -> Vec<bool> {
+            let mut out = Vec::new();
+            for n in 0..b {
+                for i in 0..r {
+                    for j in 0..c {
+                        let x = av[(n * r + i) * c + j];
+                        out.push(close_by_hand(x, bvals[j * r + i], rtol, atol, nan));
+                    }
+                }
+            }
+            out
+        };
+        prop_assert_eq!(got.to_vec(), want(equal_nan));
+        // allclose: isclose without equal NaNs, everywhere.
+        prop_assert_eq!(a.allclose(&other, rtol, atol), want(false).iter().all(|&w| w));
+    }
+}
+
+#[test]
+fn allclose_is_false_and_isclose_an_error_naming_the_dim_on_other_sizes() {
+    let a = Tensor::<f32, (Rows, Cols)>::ones([2, 3]);
+    let b = Tensor::<f32, (Cols,)>::ones([4]);
+    assert!(!a.allclose(&b, 1e-5, 1e-8));
+    let e = a.try_isclose(&b, 1e-5, 1e-8, false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    assert!(e.to_string().contains("`Cols`"), "{e}");
+    assert!(a.allclose(&Tensor::<f32, (Cols, Rows)>::ones([3, 2]), 0.0, 0.0));
+}
+
+#[test]
+fn topk_by_name_is_the_positional_topk_along_its_axis_and_refuses_a_large_k() {
+    let x = Tensor::<f64, (Rows, Cols)>::from_vec(f64s(12, 9), [3, 4]);
+    for largest in [true, false] {
+        let (v, i) = x.try_topk::<Rows>(2, largest).unwrap();
+        let (pv, pi) = x.as_dyn().topk(2, 0, largest);
+        assert_eq!(v.names(), ["Rows", "Cols"]);
+        assert_eq!((v.to_vec(), i.to_vec()), (pv.to_vec(), pi.to_vec()));
+    }
+    let before = x.to_vec();
+    let e = x.try_topk::<Cols>(5, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        e.to_string().contains("`Cols`") && e.to_string().contains("k = 5"),
+        "{e}"
+    );
+    assert_eq!(x.to_vec(), before);
+}
+
+#[test]
+fn randint_by_name_is_the_positional_draw_with_names() {
+    let ids = Tensor::<i64, (Batch, Seq)>::randint(-2, 7, [3, 5], 11);
+    assert_eq!(ids.names(), ["Batch", "Seq"]);
+    assert_eq!(
+        ids.to_vec(),
+        DynTensor::<i64>::randint(-2, 7, &[3, 5], 11).to_vec()
+    );
+    assert_eq!(
+        Tensor::<u8, (Seq,)>::try_randint(0, 300, [4], 0)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+}
