@@ -29,6 +29,7 @@ mod named_compute;
 mod named_select;
 mod named_views;
 mod nn_api;
+mod nn_init;
 mod nn_torch;
 mod npy;
 mod pointwise;
