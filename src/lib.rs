@@ -72,6 +72,8 @@ pub use dtype::{
     DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput,
 };
 pub use error::{Error, ErrorKind, Result};
+/// The 16-bit float types (`half`'s), so that `Tensor<bf16, …>` needs no other dependency.
+pub use half::{bf16, f16};
 pub use layout::Layout;
 pub use named::{Dim, DimTuple, Dims, Shape};
 pub use named_tensor::{Leading, ShapeSizes, Tensor};

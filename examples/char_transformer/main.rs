@@ -10,6 +10,7 @@
 //! ```sh
 //! cargo run --release --example char_transformer            # 600 steps
 //! cargo run --release --example char_transformer -- 2000    # another number of steps
+//! cargo run --release --features cuda --example char_transformer -- 600 cuda:0  # on a GPU
 //! ```
 //!
 //! A progress bar runs on a terminal; the loss curves are written to
@@ -26,7 +27,7 @@ use namedtensor::nn::loss::CrossEntropy;
 use namedtensor::optim::{
     Adam, AdamConfig, CosineAnnealingLr, LinearLr, LrScheduler, Optimizer, clip_grad_norm_,
 };
-use namedtensor::{DynTensor, Result, Tensor};
+use namedtensor::{Device, DynTensor, Result, Tensor};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -78,9 +79,9 @@ fn corpus() -> (Vec<i64>, Vec<i64>) {
     (read(&files[..split]), read(&files[split..]))
 }
 
-/// `BATCH` windows of `context + 1` tokens at seeded random places: inputs and the
-/// characters that follow them.
-fn batch(tokens: &[i64], seed: u64) -> (Ids, Ids) {
+/// `BATCH` windows of `context + 1` tokens at seeded random places, on `device`: inputs
+/// and the characters that follow them.
+fn batch(tokens: &[i64], seed: u64, device: Device) -> Result<(Ids, Ids)> {
     let len = SIZES.context;
     let starts = DynTensor::<i64>::randint(0, (tokens.len() - len - 1) as i64, &[BATCH], seed);
     let (mut x, mut y) = (Vec::new(), Vec::new());
@@ -89,16 +90,23 @@ fn batch(tokens: &[i64], seed: u64) -> (Ids, Ids) {
         x.extend_from_slice(&w[..len]);
         y.extend_from_slice(&w[1..]);
     }
-    (
-        DynTensor::from_vec(x, &[BATCH, len]).refine_names(),
-        DynTensor::from_vec(y, &[BATCH, len]).refine_names(),
-    )
+    Ok((
+        DynTensor::from_vec(x, &[BATCH, len])
+            .to_device(device)?
+            .refine_names(),
+        DynTensor::from_vec(y, &[BATCH, len])
+            .to_device(device)?
+            .refine_names(),
+    ))
 }
 
 fn main() -> Result<()> {
     let steps: usize = std::env::args()
         .nth(1)
         .map_or(600, |a| a.parse().expect("the number of steps"));
+    let device: Device = std::env::args()
+        .nth(2)
+        .map_or(Ok(Device::Cpu), |a| a.parse())?;
     let (train, valid) = corpus();
     println!(
         "corpus: {} training and {} validation characters of src/",
@@ -107,7 +115,9 @@ fn main() -> Result<()> {
     );
     namedtensor::random::manual_seed(0);
     let model = CharTransformer::<f32>::new(SIZES);
-    println!("model: {} parameters", model.num_parameters());
+    // Moves every parameter in place; the optimiser below takes handles to them there.
+    model.to_device(device)?;
+    println!("model: {} parameters on {device}", model.num_parameters());
     let mut opt = Adam::new(
         model.parameters(),
         AdamConfig {
@@ -125,7 +135,7 @@ fn main() -> Result<()> {
         no_grad(|| {
             let losses: Vec<f64> = (0..4)
                 .map(|i| {
-                    let (x, y) = batch(&valid, 1_000_000 + i);
+                    let (x, y) = batch(&valid, 1_000_000 + i, device).expect("a batch");
                     ce.forward(&model.forward(&x), Vocab, &y).item() as f64
                 })
                 .collect();
@@ -138,7 +148,7 @@ fn main() -> Result<()> {
     let (mut train_curve, mut valid_curve) = (Vec::new(), Vec::new());
     let bar = support::progress(steps, "training");
     for step in 0..steps {
-        let (x, y) = batch(&train, step as u64);
+        let (x, y) = batch(&train, step as u64, device)?;
         opt.zero_grad();
         let loss = ce.forward(&model.forward(&x), Vocab, &y);
         loss.backward();

@@ -117,7 +117,11 @@ impl<E: Float> CharTransformer<E> {
     /// Scores for the character after each position of `ids`.
     pub fn forward(&self, ids: &Tensor<i64, (Batch, Seq)>) -> Tensor<E, (Batch, Seq, Vocab)> {
         let len = ids.shape()[1] as i64;
-        let at: Tensor<i64, (Seq,)> = DynTensor::arange(0, len, 1).refine_names();
+        // The positions, made where the ids are (the model runs on any device).
+        let at: Tensor<i64, (Seq,)> = DynTensor::arange(0, len, 1)
+            .to_device(ids.as_dyn().device())
+            .expect("the ids' device")
+            .refine_names();
         // (Batch, Seq, Model) + (Seq, Model): added by name, broadcast over Batch.
         let mut x = self.tokens.forward(ids).add(&self.positions.forward(&at));
         for block in &self.blocks {
@@ -142,9 +146,12 @@ impl<E: Float> CharTransformer<E> {
             for u in uniform {
                 let window = &ids[ids.len().saturating_sub(context)..];
                 let x: Tensor<i64, (Batch, Seq)> =
-                    DynTensor::from_vec(window.to_vec(), &[1, window.len()]).refine_names();
+                    DynTensor::from_vec(window.to_vec(), &[1, window.len()])
+                        .to_device(self.head.weight.as_dyn().device())?
+                        .refine_names();
                 let last = self.forward(&x).into_dyn().select(1, -1).select(0, 0);
                 let p = last
+                    .cpu()?
                     .to_dtype::<f64>()
                     .try_div_scalar(temperature)?
                     .try_softmax(0)?;

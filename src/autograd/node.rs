@@ -198,8 +198,9 @@ impl<E: Element> Saved<E> {
                 node.name,
                 format!(
                     "a tensor needed to compute the gradient of `{}` was modified in place \
-                     (version {now}, expected {}); compute out of place, or clone the tensor \
-                     before writing to it",
+                     or moved to another device (version {now}, expected {}); compute out of \
+                     place, clone the tensor before writing to it, or move a model before \
+                     its forward pass",
                     node.name, self.version
                 ),
             ));

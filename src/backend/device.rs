@@ -26,6 +26,36 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// Reads PyTorch's device strings: `cpu`, `cuda` (device 0) and `cuda:N`.
+///
+/// ```
+/// use namedtensor::Device;
+/// assert_eq!("cuda:1".parse::<Device>().unwrap(), Device::Cuda(1));
+/// assert_eq!("cuda".parse::<Device>().unwrap(), Device::Cuda(0));
+/// assert_eq!("cpu".parse::<Device>().unwrap(), Device::Cpu);
+/// assert!("gpu".parse::<Device>().is_err());
+/// ```
+impl std::str::FromStr for Device {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Device> {
+        let ordinal = match s.strip_prefix("cuda") {
+            Some("") => Some(0),
+            Some(rest) => rest.strip_prefix(':').and_then(|n| n.parse().ok()),
+            None => None,
+        };
+        match (s, ordinal) {
+            ("cpu", _) => Ok(Device::Cpu),
+            (_, Some(n)) => Ok(Device::Cuda(n)),
+            _ => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "Device::from_str",
+                format!("`{s}` is no device: write cpu, cuda or cuda:N"),
+            )),
+        }
+    }
+}
+
 impl Device {
     /// The number of CUDA devices this process can use: 0 without the `cuda` feature, without
     /// an NVIDIA driver or without a GPU. Never panics.

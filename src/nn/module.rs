@@ -12,7 +12,9 @@
 //! - Names are the fields' names joined with `.` (`encoder.0.weight`), in visiting order,
 //!   which is the order parameters are listed, optimised and saved in.
 
+use crate::backend::device::Device;
 use crate::dtype::Element;
+use crate::error::{Error, ErrorKind, Result};
 use crate::named::DimTuple;
 use crate::named_tensor::Tensor;
 use crate::tensor::DynTensor;
@@ -155,6 +157,123 @@ pub trait Module<E: Element> {
         });
     }
 
+    /// Moves every parameter and its gradient to `device`, in place (PyTorch's
+    /// `module.to(device)`): the layers keep their tensors, which now live on `device`, and
+    /// so does every other handle to them.
+    ///
+    /// An optimiser built before the move stays right: it holds handles to the same
+    /// tensors, and at its next step it moves its own state (Adam's moments, SGD's momentum)
+    /// to each parameter's device. A graph recorded before the move cannot run backward
+    /// (moving is a write, which the graph's version check sees). Tensors that share storage
+    /// with a parameter (a view, a tied weight) move with it.
+    ///
+    /// Fails with [`ErrorKind::Device`](crate::ErrorKind) where `device` is unavailable, and
+    /// then, as on any failure part-way, leaves every parameter where it was.
+    ///
+    /// ```
+    /// use namedtensor::nn::{Linear, Module};
+    /// use namedtensor::{Device, dims};
+    /// dims! { In, Out }
+    /// let layer = Linear::<In, Out>::new(3, 2);
+    /// let weight = layer.weight.as_dyn().shallow_clone();
+    /// if namedtensor::cuda_is_available() {
+    ///     layer.to_device(Device::Cuda(0)).unwrap();
+    ///     assert_eq!(weight.device(), Device::Cuda(0)); // the same tensor, moved
+    ///     layer.cpu().unwrap();
+    /// } else {
+    ///     assert!(layer.to_device(Device::Cuda(0)).is_err());
+    ///     assert_eq!(weight.device(), Device::Cpu);
+    /// }
+    /// ```
+    fn to_device(&self, device: Device) -> Result<()> {
+        const OP: &str = "Module::to_device";
+        device.check_available()?;
+        let mut moved: Vec<(DynTensor<E>, Device)> = Vec::new();
+        for p in self.parameters() {
+            for t in std::iter::once(p.tensor.shallow_clone()).chain(p.tensor.grad()) {
+                let from = t.device();
+                if let Err(e) = t.move_storage_to(OP, device) {
+                    for (t, back) in moved.iter().rev() {
+                        // Best effort: the way back is the way the elements came.
+                        let _ = t.move_storage_to(OP, *back);
+                    }
+                    return Err(e);
+                }
+                moved.push((t, from));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Module::to_device`] with `Device::Cuda(ordinal)` (PyTorch's `module.cuda()`).
+    fn cuda(&self, ordinal: usize) -> Result<()> {
+        self.to_device(Device::Cuda(ordinal))
+    }
+
+    /// [`Module::to_device`] with `Device::Cpu` (PyTorch's `module.cpu()`).
+    fn cpu(&self) -> Result<()> {
+        self.to_device(Device::Cpu)
+    }
+
+    /// Copies every parameter of `source` into this module's parameter of the same name,
+    /// converting the elements to `E` and moving them to this parameter's device (PyTorch's
+    /// `load_state_dict(source.state_dict())`).
+    ///
+    /// A model's element type is part of its type (`Linear<In, Out, bf16>`), so a model is
+    /// cast to another dtype by building it in that dtype and copying into it, where PyTorch
+    /// casts in place with `module.to(dtype)`.
+    ///
+    /// Fails, writing nothing, unless both modules have the same parameter names with the
+    /// same dims and sizes.
+    ///
+    /// ```
+    /// use namedtensor::nn::{Linear, Module};
+    /// use namedtensor::{bf16, dims};
+    /// dims! { In, Out }
+    /// let full = Linear::<In, Out>::seeded(3, 2, 0);
+    /// let half = Linear::<In, Out, bf16>::seeded(3, 2, 1);
+    /// half.copy_parameters_from(&full).unwrap();
+    /// assert_eq!(half.weight.as_dyn().to_dtype::<f32>().to_vec(),
+    ///            full.weight.as_dyn().to_dtype::<bf16>().to_dtype::<f32>().to_vec());
+    /// assert!(half.copy_parameters_from(&Linear::<In, Out>::seeded(4, 2, 0)).is_err());
+    /// ```
+    fn copy_parameters_from<F: Element, M: Module<F> + ?Sized>(&self, source: &M) -> Result<()>
+    where
+        Self: Sized,
+    {
+        const OP: &str = "Module::copy_parameters_from";
+        let error = |what: String| Err(Error::new(ErrorKind::InvalidArgument, OP, what));
+        let (into, from) = (self.parameters(), source.parameters());
+        if let Some(q) = from.iter().find(|q| !into.iter().any(|p| p.name == q.name)) {
+            return error(format!(
+                "the source's parameter `{}` has no parameter of that name to go to",
+                q.name
+            ));
+        }
+        let mut pairs = Vec::with_capacity(into.len());
+        for p in &into {
+            let Some(q) = from.iter().find(|q| q.name == p.name) else {
+                return error(format!("the source has no parameter `{}`", p.name));
+            };
+            if p.dims != q.dims || p.tensor.shape() != q.tensor.shape() {
+                return error(format!(
+                    "the parameter `{}` is {} here and {} in the source",
+                    p.name,
+                    described(p.dims, p.tensor.shape()),
+                    described(q.dims, q.tensor.shape())
+                ));
+            }
+            pairs.push((p, q));
+        }
+        crate::autograd::no_grad(|| {
+            for (p, q) in pairs {
+                let src = q.tensor.detach().to_device(p.tensor.device())?;
+                p.tensor.try_copy_(&src)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Switches every layer to training (dropout active).
     fn train(&self) {
         set_mode(self, true)
@@ -206,4 +325,14 @@ impl<E: Element, M: Module<E>> Module<E> for Option<M> {
             m.visit(v);
         }
     }
+}
+
+/// `(Out=2, In=3)`: dims and sizes side by side, as errors name them.
+fn described(dims: &[&str], sizes: &[usize]) -> String {
+    let parts: Vec<String> = dims
+        .iter()
+        .zip(sizes)
+        .map(|(d, n)| format!("{d}={n}"))
+        .collect();
+    format!("({})", parts.join(", "))
 }

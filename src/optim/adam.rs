@@ -3,7 +3,7 @@
 
 use super::{
     Optimizer, StateReader, StateWriter, check, check_lr, check_non_negative, check_params,
-    check_state_names, read_param_state,
+    check_state_names, follow_param, read_param_state,
 };
 use crate::autograd::no_grad;
 use crate::dtype::Float;
@@ -155,6 +155,9 @@ impl<E: Float> Optimizer for Adam<E> {
                         step: 0,
                     }),
                 };
+                let mut buffers = vec![&s.exp_avg, &s.exp_avg_sq];
+                buffers.extend(&s.max_exp_avg_sq);
+                follow_param(p, &buffers)?;
                 s.step += 1;
                 let g = if c.weight_decay == 0.0 {
                     g

@@ -63,6 +63,16 @@ pub trait Optimizer {
     fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()>;
 }
 
+/// Moves a parameter's optimiser state to the parameter's device, in place, at each step:
+/// after [`Module::to_device`](crate::nn::Module::to_device) (or a checkpoint loaded on the
+/// CPU for parameters on a GPU) the state follows its parameter, so the optimiser stays right.
+fn follow_param<E: Float>(param: &DynTensor<E>, state: &[&DynTensor<E>]) -> Result<()> {
+    let device = param.device();
+    state
+        .iter()
+        .try_for_each(|s| s.move_storage_to("Optimizer::step", device))
+}
+
 /// One parameter's saved state: its buffers, in the order asked for, and its step count.
 type ParamState<E> = (Vec<DynTensor<E>>, Option<u64>);
 

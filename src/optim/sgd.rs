@@ -3,7 +3,7 @@
 
 use super::{
     Optimizer, StateReader, StateWriter, check, check_lr, check_non_negative, check_params,
-    check_state_names, read_param_state,
+    check_state_names, follow_param, read_param_state,
 };
 use crate::autograd::no_grad;
 use crate::dtype::Float;
@@ -114,6 +114,7 @@ impl<E: Float> Optimizer for Sgd<E> {
                 if c.momentum != 0.0 {
                     let b = match buf {
                         Some(b) => {
+                            follow_param(p, &[b])?;
                             b.try_mul_scalar_(c.momentum)?
                                 .try_add_(&d.try_mul_scalar(1.0 - c.dampening)?)?;
                             b

@@ -137,7 +137,26 @@ struct Shared<E> {
     /// Raised only under the shared lock, read under the exclusive one.
     borrows: AtomicUsize,
     len: usize,
-    device: Device,
+    /// The device of `buffer`, encoded by [`encode_device`]; changed only under the exclusive
+    /// lock, by [`Storage::move_to`]. Readers that act on it take a lock and dispatch on the
+    /// buffer itself, so one that read it just before a move gets a device error, never a
+    /// kernel of the wrong device.
+    device: AtomicUsize,
+}
+
+/// `Device::Cpu` as 0, `Device::Cuda(n)` as `n + 1`.
+fn encode_device(device: Device) -> usize {
+    match device {
+        Device::Cpu => 0,
+        Device::Cuda(n) => n + 1,
+    }
+}
+
+fn decode_device(code: usize) -> Device {
+    match code {
+        0 => Device::Cpu,
+        n => Device::Cuda(n - 1),
+    }
 }
 
 impl<E> Drop for Shared<E> {
@@ -201,7 +220,7 @@ impl<E: Element> Storage<E> {
                 version: AtomicU64::new(0),
                 borrows: AtomicUsize::new(0),
                 len,
-                device,
+                device: AtomicUsize::new(encode_device(device)),
             }),
         }
     }
@@ -218,7 +237,30 @@ impl<E: Element> Storage<E> {
 
     /// The device holding the elements.
     pub fn device(&self) -> Device {
-        self.shared.device
+        decode_device(self.shared.device.load(Ordering::Acquire))
+    }
+
+    /// Moves the elements to `device` in place: every tensor viewing this storage finds them
+    /// there, with the same layout. It is a write (refused while a slice is borrowed, and it
+    /// bumps the version, so a graph that saved one of these tensors refuses to run backward
+    /// through it); on failure nothing has changed.
+    pub(crate) fn move_to(&self, op: &'static str, device: Device) -> Result<()> {
+        if self.device() == device {
+            return Ok(());
+        }
+        let whole = crate::layout::Layout::contiguous(&[self.len()])?;
+        let mut guard = self.write(op)?;
+        let moved = guard.to_device(op, &whole, device)?;
+        match std::mem::replace(&mut *guard, moved) {
+            Buffer::Cpu(old) => pool::give(old),
+            // A device allocation frees itself.
+            #[cfg(feature = "cuda")]
+            Buffer::Cuda(_) => {}
+        }
+        self.shared
+            .device
+            .store(encode_device(device), Ordering::Release);
+        Ok(())
     }
 
     /// Whether `self` and `other` are handles to the same buffer.

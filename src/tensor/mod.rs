@@ -303,6 +303,13 @@ impl<E: Element> DynTensor<E> {
         Ok(crate::autograd::identity("to_device", self, out))
     }
 
+    /// Moves this tensor's storage to `device` in place, so that every tensor viewing it
+    /// (the layer's own handle, an optimiser's, a view) finds its elements there; see
+    /// `Storage::move_to`. What `Module::to_device` does to each parameter.
+    pub(crate) fn move_storage_to(&self, op: &'static str, device: Device) -> Result<()> {
+        self.storage.move_to(op, device)
+    }
+
     /// [`DynTensor::to_device`] with `Device::Cuda(ordinal)`.
     ///
     /// ```no_run

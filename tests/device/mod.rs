@@ -15,3 +15,4 @@ mod common;
 
 mod compute;
 mod core_ops;
+mod model_move;

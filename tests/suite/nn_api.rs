@@ -675,3 +675,97 @@ fn layers_built_without_a_seed_draw_distinct_seeds_from_the_process_generator() 
     let bound = 0.5; // 1 / sqrt(4)
     assert!(a.weight.to_vec().iter().all(|w| w.abs() <= bound));
 }
+
+#[test]
+fn copy_parameters_from_casts_by_name_and_refuses_a_mismatch() {
+    // f32 into f64 is exact; into bf16 each value rounds to nearest.
+    let source = Linear::<In, Out>::seeded(3, 2, 0);
+    let wide = Linear::<In, Out, f64>::seeded(3, 2, 1);
+    wide.copy_parameters_from(&source).unwrap();
+    for (p, q) in wide.parameters().iter().zip(source.parameters()) {
+        let want: Vec<f64> = q.tensor.to_vec().into_iter().map(f64::from).collect();
+        assert_eq!(p.tensor.to_vec(), want, "{}", p.name);
+        assert!(p.tensor.requires_grad(), "{} stays a parameter", p.name);
+    }
+    let half = Linear::<In, Out, namedtensor::bf16>::seeded(3, 2, 1);
+    half.copy_parameters_from(&wide).unwrap();
+    let got: Vec<f32> = half
+        .weight
+        .as_dyn()
+        .to_vec()
+        .into_iter()
+        .map(f32::from)
+        .collect();
+    let want: Vec<f32> = source
+        .weight
+        .as_dyn()
+        .to_vec()
+        .into_iter()
+        .map(|x| f32::from(namedtensor::bf16::from_f32(x)))
+        .collect();
+    assert_eq!(got, want);
+
+    // Each refusal names the parameter and writes nothing.
+    let target = Linear::<In, Out>::seeded(3, 2, 5);
+    let before = target.weight.as_dyn().to_vec();
+    let cases = [
+        (
+            "the parameter `weight` is (Out=2, In=3) here and (Out=2, In=4) in the source",
+            target.copy_parameters_from(&Linear::<In, Out>::seeded(4, 2, 0)),
+        ),
+        (
+            "the source has no parameter `bias`",
+            target.copy_parameters_from(&Linear::<In, Out>::seeded(3, 2, 0).without_bias()),
+        ),
+        (
+            "the source's parameter `bias` has no parameter of that name to go to",
+            Linear::<In, Out>::seeded(3, 2, 0)
+                .without_bias()
+                .copy_parameters_from(&Linear::<In, Out>::seeded(3, 2, 0)),
+        ),
+        (
+            "the parameter `weight` is (Out=2, In=3) here and (Hidden=2, In=3) in the source",
+            target.copy_parameters_from(&Linear::<In, Hidden>::seeded(3, 2, 0)),
+        ),
+    ];
+    for (want, result) in cases {
+        let e = result.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(
+            e.to_string().contains("Module::copy_parameters_from"),
+            "{e}"
+        );
+        assert!(e.to_string().contains(want), "{e}\nwant: {want}");
+        assert_eq!(target.weight.as_dyn().to_vec(), before);
+    }
+}
+
+#[test]
+fn to_device_keeps_the_model_where_it_was_when_the_device_is_unavailable() {
+    // Without a usable GPU the move fails up front; with one, an ordinal past the last does.
+    let net = Linear::<In, Out>::seeded(3, 2, 0);
+    let weight = net.weight.as_dyn().shallow_clone();
+    let mut opt = Sgd::new(
+        net.parameters(),
+        SgdConfig {
+            lr: 0.1,
+            ..SgdConfig::default()
+        },
+    );
+    let e = net
+        .to_device(namedtensor::Device::Cuda(usize::MAX))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Device, "{e}");
+    assert!(
+        net.parameters()
+            .iter()
+            .all(|p| p.tensor.device() == namedtensor::Device::Cpu)
+    );
+    // Moving to where the model is does nothing: the optimiser made before still steps it.
+    net.cpu().unwrap();
+    let x = Tensor::<f32, (Batch, In)>::ones([2, 3]);
+    net.forward(&x).sum::<(Batch, Out)>().backward();
+    let before = weight.to_vec();
+    opt.step().unwrap();
+    assert_ne!(weight.to_vec(), before);
+}
