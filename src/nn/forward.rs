@@ -16,7 +16,7 @@ use super::conv::{AvgPool2d, Conv2d, ConvOut, MaxPool2d};
 use super::embedding::{Embedded, Embedding};
 use super::linear::{Linear, LinearOut};
 use super::module::{Module, Visitor};
-use super::{Dropout, LayerNorm, MultiHeadAttention, RmsNorm, TransformerBlock};
+use super::{BatchNorm, Dropout, LayerNorm, MultiHeadAttention, RmsNorm, TransformerBlock};
 use crate::dtype::{Element, Float};
 use crate::error::Result;
 use crate::named::{Contract, Dim, DimTuple, HasDim, Rename, ReplaceDim};
@@ -256,6 +256,7 @@ macro_rules! same_type {
 
 same_type! {
     [D: Dim] LayerNorm<D, E> where HasDim<D, P> => LayerNorm::try_forward;
+    [C: Dim] BatchNorm<C, E> where HasDim<C, P> => BatchNorm::try_forward;
     [D: Dim] RmsNorm<D, E> where HasDim<D, P> => RmsNorm::try_forward;
     [H: Dim, W: Dim] MaxPool2d<H, W> where HasDim<H, P>, HasDim<W, P> => MaxPool2d::try_forward;
     [H: Dim, W: Dim] AvgPool2d<H, W> where HasDim<H, P>, HasDim<W, P> => AvgPool2d::try_forward;

@@ -63,10 +63,16 @@ impl<D: Dim, E: Float> LayerNorm<D, E> {
     /// this one call it on their batched views).
     pub(super) fn normalize(&self, x: &DynTensor<E>, axis: isize) -> Result<DynTensor<E>> {
         debug_assert!((0..x.dim() as isize).contains(&axis));
-        let normed = crate::ops::normalize("LayerNorm", x, axis as usize, self.eps, true)?;
+        let normed =
+            crate::ops::normalize("LayerNorm", x, &one_hot(axis, x.dim()), self.eps, true)?;
         let scaled = normed.try_mul(&along(&self.weight, axis, x.dim())?)?;
         scaled.try_add(&along(&self.bias, axis, x.dim())?)
     }
+}
+
+/// The mask of the one axis `axis` of a rank-`rank` tensor, for `ops::normalize`.
+pub(super) fn one_hot(axis: isize, rank: usize) -> Vec<bool> {
+    (0..rank).map(|i| i as isize == axis).collect()
 }
 
 /// A `(D,)` parameter as a view that broadcasts along axis `axis` of a rank-`rank` tensor.

@@ -3,7 +3,8 @@
 //!
 //! A model is an ordinary Rust struct of layers; it implements one method, [`Module::visit`],
 //! that hands each field to the [`Visitor`] under its name. Everything else (the parameter
-//! list, `train`/`eval`, `zero_grad`, saving and loading) is provided on top of that walk.
+//! and buffer lists, `train`/`eval`, `zero_grad`, moving, saving and loading) is provided on
+//! top of that walk.
 //!
 //! # Invariants
 //! - A [`Parameter`]'s tensor is a handle to the layer's own tensor (same storage, same
@@ -29,6 +30,55 @@ pub struct Parameter<E: Element> {
     pub tensor: DynTensor<E>,
     /// The names of its dims, as the layer declares them (`["Out", "In"]`).
     pub dims: &'static [&'static str],
+}
+
+/// One buffer of a model: state a layer keeps besides its parameters and does not train
+/// (`BatchNorm`'s running statistics), by dotted name. Buffers move with
+/// [`Module::to_device`], are saved and loaded with the parameters (PyTorch's `state_dict`)
+/// and copied by [`Module::copy_state_from`].
+#[derive(Debug)]
+pub struct Buffer<E: Element> {
+    /// The dotted path of fields that leads to it: `norm.running_mean`.
+    pub name: String,
+    /// A handle sharing the layer's storage.
+    pub tensor: BufferTensor<E>,
+    /// The names of its dims, as the layer declares them.
+    pub dims: &'static [&'static str],
+}
+
+/// A buffer's tensor: of the parameters' element type (running statistics), or a count
+/// (`num_batches_tracked`, an `i64` as in PyTorch, whatever the parameters' type).
+#[derive(Debug)]
+pub enum BufferTensor<E: Element> {
+    /// Of the parameters' element type.
+    Float(DynTensor<E>),
+    /// A count.
+    Count(DynTensor<i64>),
+}
+
+impl<E: Element> BufferTensor<E> {
+    /// Its sizes.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            BufferTensor::Float(t) => t.shape(),
+            BufferTensor::Count(t) => t.shape(),
+        }
+    }
+
+    /// Its device.
+    pub fn device(&self) -> Device {
+        match self {
+            BufferTensor::Float(t) => t.device(),
+            BufferTensor::Count(t) => t.device(),
+        }
+    }
+
+    fn move_storage_to(&self, op: &'static str, device: Device) -> Result<()> {
+        match self {
+            BufferTensor::Float(t) => t.move_storage_to(op, device),
+            BufferTensor::Count(t) => t.move_storage_to(op, device),
+        }
+    }
 }
 
 /// Whether a layer behaves as in training (dropout active) or evaluation. Layers that
@@ -57,6 +107,7 @@ impl TrainingFlag {
 /// What a [`Visitor`] hands to the walk's callback.
 enum Item<'a, E: Element> {
     Param(&'a str, &'a DynTensor<E>, &'static [&'static str]),
+    Buffer(&'a str, BufferTensor<E>, &'static [&'static str]),
     Mode(&'a TrainingFlag),
 }
 
@@ -78,6 +129,21 @@ impl<E: Element> Visitor<'_, E> {
         if let Some(t) = tensor {
             self.param(name, t);
         }
+    }
+
+    /// Shows the buffer `tensor` under `name`: state that is saved and moved with the
+    /// parameters but not trained.
+    pub fn buffer<S: DimTuple>(&mut self, name: &str, tensor: &Tensor<E, S>) {
+        let full = self.join(name);
+        let t = BufferTensor::Float(tensor.as_dyn().shallow_clone());
+        (self.sink)(Item::Buffer(&full, t, S::NAMES));
+    }
+
+    /// Shows the counting buffer `tensor` (0-d, `i64`) under `name`.
+    pub fn count_buffer(&mut self, name: &str, tensor: &Tensor<i64, ()>) {
+        let full = self.join(name);
+        let t = BufferTensor::Count(tensor.as_dyn().shallow_clone());
+        (self.sink)(Item::Buffer(&full, t, &[]));
     }
 
     /// Shows the parameters of the sub-module `module` under `name.`.
@@ -125,7 +191,8 @@ impl<E: Element> Visitor<'_, E> {
 /// assert_eq!(mlp.num_parameters(), 64 * 32 + 32 + 32 * 10 + 10);
 /// ```
 pub trait Module<E: Element> {
-    /// Shows every parameter, sub-module and training flag to `v`, each under its name.
+    /// Shows every parameter, buffer, sub-module and training flag to `v`, each under its
+    /// name.
     fn visit(&self, v: &mut Visitor<'_, E>);
 
     /// Every parameter, in visiting order, as handles to the module's own tensors.
@@ -136,6 +203,21 @@ pub trait Module<E: Element> {
                 out.push(Parameter {
                     name: name.to_string(),
                     tensor: t.shallow_clone(),
+                    dims,
+                });
+            }
+        });
+        out
+    }
+
+    /// Every buffer, in visiting order, as handles to the module's own tensors.
+    fn buffers(&self) -> Vec<Buffer<E>> {
+        let mut out = Vec::new();
+        walk(self, &mut |item| {
+            if let Item::Buffer(name, tensor, dims) = item {
+                out.push(Buffer {
+                    name: name.to_string(),
+                    tensor,
                     dims,
                 });
             }
@@ -157,7 +239,7 @@ pub trait Module<E: Element> {
         });
     }
 
-    /// Moves every parameter and its gradient to `device`, in place (PyTorch's
+    /// Moves every parameter, its gradient and every buffer to `device`, in place (PyTorch's
     /// `module.to(device)`): the layers keep their tensors, which now live on `device`, and
     /// so does every other handle to them.
     ///
@@ -188,19 +270,23 @@ pub trait Module<E: Element> {
     fn to_device(&self, device: Device) -> Result<()> {
         const OP: &str = "Module::to_device";
         device.check_available()?;
-        let mut moved: Vec<(DynTensor<E>, Device)> = Vec::new();
+        let mut tensors = Vec::new();
         for p in self.parameters() {
-            for t in std::iter::once(p.tensor.shallow_clone()).chain(p.tensor.grad()) {
-                let from = t.device();
-                if let Err(e) = t.move_storage_to(OP, device) {
-                    for (t, back) in moved.iter().rev() {
-                        // Best effort: the way back is the way the elements came.
-                        let _ = t.move_storage_to(OP, *back);
-                    }
-                    return Err(e);
+            tensors.extend(p.tensor.grad().map(BufferTensor::Float));
+            tensors.push(BufferTensor::Float(p.tensor));
+        }
+        tensors.extend(self.buffers().into_iter().map(|b| b.tensor));
+        let mut moved: Vec<(&BufferTensor<E>, Device)> = Vec::new();
+        for t in &tensors {
+            let from = t.device();
+            if let Err(e) = t.move_storage_to(OP, device) {
+                for (t, back) in moved.iter().rev() {
+                    // Best effort: the way back is the way the elements came.
+                    let _ = t.move_storage_to(OP, *back);
                 }
-                moved.push((t, from));
+                return Err(e);
             }
+            moved.push((t, from));
         }
         Ok(())
     }
@@ -215,16 +301,16 @@ pub trait Module<E: Element> {
         self.to_device(Device::Cpu)
     }
 
-    /// Copies every parameter of `source` into this module's parameter of the same name,
-    /// converting the elements to `E` and moving them to this parameter's device (PyTorch's
-    /// `load_state_dict(source.state_dict())`).
+    /// Copies every parameter and buffer of `source` into this module's one of the same
+    /// name, converting the elements to `E` and moving them to this module's device
+    /// (PyTorch's `load_state_dict(source.state_dict())`).
     ///
     /// A model's element type is part of its type (`Linear<In, Out, bf16>`), so a model is
     /// cast to another dtype by building it in that dtype and copying into it, where PyTorch
     /// casts in place with `module.to(dtype)`.
     ///
-    /// Fails, writing nothing, unless both modules have the same parameter names with the
-    /// same dims and sizes.
+    /// Fails, writing nothing, unless both modules have the same parameter and buffer names
+    /// with the same dims and sizes.
     ///
     /// ```
     /// use namedtensor::nn::{Linear, Module};
@@ -232,34 +318,37 @@ pub trait Module<E: Element> {
     /// dims! { In, Out }
     /// let full = Linear::<In, Out>::seeded(3, 2, 0);
     /// let half = Linear::<In, Out, bf16>::seeded(3, 2, 1);
-    /// half.copy_parameters_from(&full).unwrap();
+    /// half.copy_state_from(&full).unwrap();
     /// assert_eq!(half.weight.as_dyn().to_dtype::<f32>().to_vec(),
     ///            full.weight.as_dyn().to_dtype::<bf16>().to_dtype::<f32>().to_vec());
-    /// assert!(half.copy_parameters_from(&Linear::<In, Out>::seeded(4, 2, 0)).is_err());
+    /// assert!(half.copy_state_from(&Linear::<In, Out>::seeded(4, 2, 0)).is_err());
     /// ```
-    fn copy_parameters_from<F: Element, M: Module<F> + ?Sized>(&self, source: &M) -> Result<()>
+    fn copy_state_from<F: Element, M: Module<F> + ?Sized>(&self, source: &M) -> Result<()>
     where
         Self: Sized,
     {
-        const OP: &str = "Module::copy_parameters_from";
+        const OP: &str = "Module::copy_state_from";
         let error = |what: String| Err(Error::new(ErrorKind::InvalidArgument, OP, what));
-        let (into, from) = (self.parameters(), source.parameters());
+        let (into, from) = (entries(self), entries(source));
         if let Some(q) = from.iter().find(|q| !into.iter().any(|p| p.name == q.name)) {
             return error(format!(
-                "the source's parameter `{}` has no parameter of that name to go to",
+                "the source's {} `{}` has no {0} of that name to go to",
+                q.kind(),
                 q.name
             ));
         }
         let mut pairs = Vec::with_capacity(into.len());
         for p in &into {
             let Some(q) = from.iter().find(|q| q.name == p.name) else {
-                return error(format!("the source has no parameter `{}`", p.name));
+                return error(format!("the source has no {} `{}`", p.kind(), p.name));
             };
-            if p.dims != q.dims || p.tensor.shape() != q.tensor.shape() {
+            if p.kind() != q.kind() || p.dims != q.dims || p.tensor.shape() != q.tensor.shape() {
                 return error(format!(
-                    "the parameter `{}` is {} here and {} in the source",
+                    "the {} `{}` is {} here and the source's {} is {}",
+                    p.kind(),
                     p.name,
                     described(p.dims, p.tensor.shape()),
+                    q.kind(),
                     described(q.dims, q.tensor.shape())
                 ));
             }
@@ -267,8 +356,15 @@ pub trait Module<E: Element> {
         }
         crate::autograd::no_grad(|| {
             for (p, q) in pairs {
-                let src = q.tensor.detach().to_device(p.tensor.device())?;
-                p.tensor.try_copy_(&src)?;
+                match (&p.tensor, &q.tensor) {
+                    (BufferTensor::Float(to), BufferTensor::Float(from)) => {
+                        to.try_copy_(&from.detach().to_device(to.device())?)?;
+                    }
+                    (BufferTensor::Count(to), BufferTensor::Count(from)) => {
+                        to.try_copy_(&from.to_device(to.device())?)?;
+                    }
+                    _ => unreachable!("the kinds were checked to agree"),
+                }
             }
             Ok(())
         })
@@ -335,4 +431,44 @@ fn described(dims: &[&str], sizes: &[usize]) -> String {
         .map(|(d, n)| format!("{d}={n}"))
         .collect();
     format!("({})", parts.join(", "))
+}
+
+/// A parameter or buffer, for the walks that treat both alike.
+struct Entry<E: Element> {
+    name: String,
+    tensor: BufferTensor<E>,
+    dims: &'static [&'static str],
+    is_param: bool,
+}
+
+impl<E: Element> Entry<E> {
+    /// What an error calls it.
+    fn kind(&self) -> &'static str {
+        match (&self.tensor, self.is_param) {
+            (_, true) => "parameter",
+            (BufferTensor::Float(_), false) => "buffer",
+            (BufferTensor::Count(_), false) => "count buffer",
+        }
+    }
+}
+
+/// Every parameter, then every buffer, of `module`.
+fn entries<E: Element, M: Module<E> + ?Sized>(module: &M) -> Vec<Entry<E>> {
+    let mut out = Vec::new();
+    walk(module, &mut |item| match item {
+        Item::Param(name, t, dims) => out.push(Entry {
+            name: name.to_string(),
+            tensor: BufferTensor::Float(t.shallow_clone()),
+            dims,
+            is_param: true,
+        }),
+        Item::Buffer(name, tensor, dims) => out.push(Entry {
+            name: name.to_string(),
+            tensor,
+            dims,
+            is_param: false,
+        }),
+        Item::Mode(_) => {}
+    });
+    out
 }

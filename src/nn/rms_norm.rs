@@ -1,6 +1,6 @@
 //! [`RmsNorm`]: divides by the root mean square along one named dim, then scales.
 
-use super::layer_norm::along;
+use super::layer_norm::{along, one_hot};
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::Result;
@@ -53,7 +53,7 @@ impl<D: Dim, E: Float> RmsNorm<D, E> {
     {
         let axis = <S as HasDim<D, P>>::AXIS;
         let x = x.as_dyn();
-        let normed = crate::ops::normalize("RmsNorm", x, axis as usize, self.eps, false)?;
+        let normed = crate::ops::normalize("RmsNorm", x, &one_hot(axis, x.dim()), self.eps, false)?;
         Ok(Tensor::wrap(normed.try_mul(&along(
             &self.weight,
             axis,

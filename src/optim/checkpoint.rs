@@ -14,7 +14,7 @@ use super::{LrScheduler, Optimizer};
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::nn::Module;
-use crate::nn::store::{dims_metadata, read_parameters, write_parameters};
+use crate::nn::store::ModuleState;
 use crate::ops::{SafetensorsFile, SaveTensor};
 use crate::tensor::DynTensor;
 use std::path::Path;
@@ -195,7 +195,7 @@ pub fn save_checkpoint<E: Float, M: Module<E> + ?Sized>(
     optimizer: &dyn Optimizer,
     scheduler: Option<&dyn LrScheduler>,
 ) -> Result<()> {
-    let params = model.parameters();
+    let state = ModuleState::of(model);
     let mut opt = StateWriter {
         prefix: OPTIMIZER,
         entries: Vec::new(),
@@ -208,14 +208,11 @@ pub fn save_checkpoint<E: Float, M: Module<E> + ?Sized>(
     if let Some(s) = scheduler {
         s.save_state(&mut sched)?;
     }
-    let mut tensors: Vec<(&str, &dyn SaveTensor)> = params
-        .iter()
-        .map(|p| (p.name.as_str(), &p.tensor as &dyn SaveTensor))
-        .collect();
+    let mut tensors = state.tensors();
     for (name, t) in opt.entries.iter().chain(&sched.entries) {
         tensors.push((name.as_str(), t.as_ref()));
     }
-    crate::ops::save_with_metadata(path.as_ref(), &tensors, Some(dims_metadata(&params)))
+    crate::ops::save_with_metadata(path.as_ref(), &tensors, Some(state.dims_metadata()))
 }
 
 /// Loads a checkpoint of [`save_checkpoint`] into `model`, `optimizer` and, if given,
@@ -236,8 +233,8 @@ pub fn load_checkpoint<E: Float, M: Module<E> + ?Sized>(
 ) -> Result<()> {
     let path = path.as_ref();
     let file = SafetensorsFile::open(path)?;
-    let params = model.parameters();
-    let values = read_parameters("load_checkpoint", &params, &file, path, |n| {
+    let state = ModuleState::of(model);
+    let values = state.read("load_checkpoint", &file, path, |n| {
         n.starts_with(OPTIMIZER) || n.starts_with(SCHEDULER)
     })?;
     let opt = StateReader {
@@ -271,5 +268,5 @@ pub fn load_checkpoint<E: Float, M: Module<E> + ?Sized>(
     if let Some(s) = scheduler {
         s.load_state(&sched, true)?;
     }
-    write_parameters(&params, values)
+    state.write(values)
 }

@@ -20,6 +20,8 @@ mod char_model;
 
 use char_model::{Batch, CharTransformer, Seq, Sizes, VOCAB, Vocab};
 
+namedtensor::dims! { Samples, Channels, Length }
+
 const SIZES: Sizes = Sizes {
     model: 16,
     heads: 2,
@@ -85,7 +87,7 @@ device_tests! {
         let windows = windows();
         let reference = CharTransformer::<f32>::new(SIZES);
         let moved = CharTransformer::<f32>::new(SIZES);
-        moved.copy_parameters_from(&reference).unwrap();
+        moved.copy_state_from(&reference).unwrap();
         // Handles made before the move: they follow the layer's tensors.
         let head = moved.head.weight.as_dyn().shallow_clone();
         let (mut opt, mut warm) = adamw(&reference);
@@ -109,7 +111,7 @@ device_tests! {
         let windows = windows();
         let reference = CharTransformer::<f32>::new(SIZES);
         let first = CharTransformer::<f32>::new(SIZES);
-        first.copy_parameters_from(&reference).unwrap();
+        first.copy_state_from(&reference).unwrap();
         let (mut opt, mut warm) = adamw(&reference);
         let want = train(&reference, &mut opt, &mut warm, &windows, 0..12);
         let (mut opt, mut warm) = adamw(&first);
@@ -126,6 +128,31 @@ device_tests! {
         std::fs::remove_file(&path).unwrap();
         got.extend(train(&resumed, &mut opt, &mut warm, &windows, 6..12));
         compare(dev, &reference, &resumed, &got, &want);
+    }
+
+    /// A batch norm moved to the device takes its buffers along: two training steps and an
+    /// evaluation give the CPU's outputs, and the running statistics and count agree.
+    fn a_batch_norm_moves_with_its_buffers(dev: Device) {
+        use namedtensor::nn::BatchNorm;
+        let cpu = BatchNorm::<Channels, f64>::new(3);
+        let moved = BatchNorm::<Channels, f64>::new(3);
+        moved.to_device(dev).unwrap();
+        assert!(moved.buffers().iter().all(|b| b.tensor.device() == dev));
+        for seed in 0..3 {
+            if seed == 2 {
+                cpu.eval();
+                moved.eval();
+            }
+            let x = Tensor::<f64, (Samples, Channels, Length)>::randn([4, 3, 5], seed);
+            let xd: Tensor<f64, (Samples, Channels, Length)> =
+                x.as_dyn().to_device(dev).unwrap().refine_names();
+            let (y, yd) = (cpu.forward(&x), moved.forward(&xd));
+            let yd: Vec<f64> = yd.as_dyn().to_vec();
+            assert_close_all(&yd, &y.to_vec(), 1e-12, 1e-12, "output");
+        }
+        moved.cpu().unwrap();
+        assert_close_all(&moved.running_var.to_vec(), &cpu.running_var.to_vec(), 1e-12, 1e-12, "running_var");
+        assert_eq!(moved.num_batches_tracked.as_dyn().item(), 2);
     }
 
     /// Moving is a write: a graph recorded before a move refuses to run backward, naming the

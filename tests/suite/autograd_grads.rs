@@ -793,6 +793,58 @@ proptest! {
     }
 }
 
+/// `BatchNorm` over the channel dim `d` of a rank-3 tensor, a function of the input, the
+/// weight and the bias: in training (the batch's statistics, one multi-dim normalisation
+/// node) or in evaluation (fixed running statistics, plain recorded ops).
+fn batch_norm_over(d: usize, training: bool, size: usize, seed: u64) -> impl Fn(&[T]) -> T {
+    use namedtensor::nn::{BatchNorm, Module};
+    let mean = values(size, seed + 9);
+    let var = positive(size, seed + 10);
+    move |xs: &[T]| {
+        let x = xs[0]
+            .shallow_clone()
+            .refine_names::<(NormA, NormB, NormC)>();
+        macro_rules! apply {
+            ($dim:ty) => {{
+                let mut n = BatchNorm::<$dim, f64>::new(size);
+                n.weight = Some(xs[1].shallow_clone().refine_names());
+                n.bias = Some(xs[2].shallow_clone().refine_names());
+                n.running_mean = DynTensor::from_vec(mean.clone(), &[size]).refine_names();
+                n.running_var = DynTensor::from_vec(var.clone(), &[size]).refine_names();
+                if !training {
+                    n.eval();
+                }
+                n.forward(&x).into_dyn()
+            }};
+        }
+        match d {
+            0 => apply!(NormA),
+            1 => apply!(NormB),
+            _ => apply!(NormC),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(common::proptest_cases(32))]
+
+    /// BatchNorm's gradients (input, weight, bias) against finite differences, for every
+    /// channel dim and layout, in training and in evaluation.
+    #[test]
+    fn batch_norm(
+        shape in prop::collection::vec(2usize..5, 3), l in lay(), d in 0usize..3,
+        training in any::<bool>(), seed in 0u64..1000,
+    ) {
+        let n: usize = shape.iter().product();
+        let v: Vec<f64> = values(n, seed).iter().enumerate().map(|(i, x)| x + i as f64 * 0.37).collect();
+        let x = make(&v, &shape, l);
+        let c = shape[d];
+        let w = DynTensor::from_vec(positive(c, seed + 7), &[c]).requires_grad_(true);
+        let b = DynTensor::from_vec(values(c, seed + 8), &[c]).requires_grad_(true);
+        check("batch_norm", &[x, w, b], &batch_norm_over(d, training, c, seed));
+    }
+}
+
 #[test]
 fn second_derivatives_of_layer_and_rms_norm() {
     // The fused normalisation recomputes its pieces with recorded ops under create_graph:

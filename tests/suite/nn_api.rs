@@ -677,18 +677,18 @@ fn layers_built_without_a_seed_draw_distinct_seeds_from_the_process_generator() 
 }
 
 #[test]
-fn copy_parameters_from_casts_by_name_and_refuses_a_mismatch() {
+fn copy_state_from_casts_by_name_and_refuses_a_mismatch() {
     // f32 into f64 is exact; into bf16 each value rounds to nearest.
     let source = Linear::<In, Out>::seeded(3, 2, 0);
     let wide = Linear::<In, Out, f64>::seeded(3, 2, 1);
-    wide.copy_parameters_from(&source).unwrap();
+    wide.copy_state_from(&source).unwrap();
     for (p, q) in wide.parameters().iter().zip(source.parameters()) {
         let want: Vec<f64> = q.tensor.to_vec().into_iter().map(f64::from).collect();
         assert_eq!(p.tensor.to_vec(), want, "{}", p.name);
         assert!(p.tensor.requires_grad(), "{} stays a parameter", p.name);
     }
     let half = Linear::<In, Out, namedtensor::bf16>::seeded(3, 2, 1);
-    half.copy_parameters_from(&wide).unwrap();
+    half.copy_state_from(&wide).unwrap();
     let got: Vec<f32> = half
         .weight
         .as_dyn()
@@ -710,31 +710,28 @@ fn copy_parameters_from_casts_by_name_and_refuses_a_mismatch() {
     let before = target.weight.as_dyn().to_vec();
     let cases = [
         (
-            "the parameter `weight` is (Out=2, In=3) here and (Out=2, In=4) in the source",
-            target.copy_parameters_from(&Linear::<In, Out>::seeded(4, 2, 0)),
+            "the parameter `weight` is (Out=2, In=3) here and the source's parameter is (Out=2, In=4)",
+            target.copy_state_from(&Linear::<In, Out>::seeded(4, 2, 0)),
         ),
         (
             "the source has no parameter `bias`",
-            target.copy_parameters_from(&Linear::<In, Out>::seeded(3, 2, 0).without_bias()),
+            target.copy_state_from(&Linear::<In, Out>::seeded(3, 2, 0).without_bias()),
         ),
         (
             "the source's parameter `bias` has no parameter of that name to go to",
             Linear::<In, Out>::seeded(3, 2, 0)
                 .without_bias()
-                .copy_parameters_from(&Linear::<In, Out>::seeded(3, 2, 0)),
+                .copy_state_from(&Linear::<In, Out>::seeded(3, 2, 0)),
         ),
         (
-            "the parameter `weight` is (Out=2, In=3) here and (Hidden=2, In=3) in the source",
-            target.copy_parameters_from(&Linear::<In, Hidden>::seeded(3, 2, 0)),
+            "the parameter `weight` is (Out=2, In=3) here and the source's parameter is (Hidden=2, In=3)",
+            target.copy_state_from(&Linear::<In, Hidden>::seeded(3, 2, 0)),
         ),
     ];
     for (want, result) in cases {
         let e = result.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
-        assert!(
-            e.to_string().contains("Module::copy_parameters_from"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("Module::copy_state_from"), "{e}");
         assert!(e.to_string().contains(want), "{e}\nwant: {want}");
         assert_eq!(target.weight.as_dyn().to_vec(), before);
     }
@@ -768,4 +765,96 @@ fn to_device_keeps_the_model_where_it_was_when_the_device_is_unavailable() {
     let before = weight.to_vec();
     opt.step().unwrap();
     assert_ne!(weight.to_vec(), before);
+}
+
+#[test]
+fn batch_norm_buffers_are_saved_loaded_and_copied_under_pytorchs_names() {
+    use namedtensor::nn::{BatchNorm, BufferTensor};
+    use namedtensor::{DType, SafetensorsFile};
+    type Norm = BatchNorm<Model, f64>;
+    let norm = Norm::new(3);
+    let x = Tensor::<f64, (Batch, Seq, Model)>::randn([2, 4, 3], 0);
+    norm.forward(&x);
+    norm.forward(&Tensor::<f64, (Batch, Seq, Model)>::randn([2, 4, 3], 1));
+    let names: Vec<String> = norm.buffers().into_iter().map(|b| b.name).collect();
+    assert_eq!(
+        names,
+        ["running_mean", "running_var", "num_batches_tracked"]
+    );
+    assert!(matches!(&norm.buffers()[2].tensor, BufferTensor::Count(t) if t.item() == 2));
+
+    // Saved as PyTorch's state_dict has them: the count as int64.
+    let path = std::env::temp_dir().join(format!("nt-bn-{}.safetensors", std::process::id()));
+    save_parameters(&norm, &path).unwrap();
+    let file = SafetensorsFile::open(&path).unwrap();
+    let mut saved = file.names();
+    saved.sort_unstable();
+    assert_eq!(
+        saved,
+        [
+            "bias",
+            "num_batches_tracked",
+            "running_mean",
+            "running_var",
+            "weight"
+        ]
+    );
+    assert_eq!(file.dtype("num_batches_tracked"), Some(DType::I64));
+    let fresh = Norm::new(3);
+    load_parameters(&fresh, &path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(fresh.running_var.to_vec(), norm.running_var.to_vec());
+    assert_eq!(fresh.num_batches_tracked.as_dyn().item(), 2);
+    // In evaluation both normalise with the same running statistics.
+    fresh.eval();
+    norm.eval();
+    assert_eq!(fresh.forward(&x).to_vec(), norm.forward(&x).to_vec());
+
+    // copy_state_from carries buffers too, cast to the target's type.
+    let single = BatchNorm::<Model, f32>::new(3);
+    single.copy_state_from(&norm).unwrap();
+    let want: Vec<f32> = norm
+        .running_mean
+        .to_vec()
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    assert_eq!(single.running_mean.to_vec(), want);
+    assert_eq!(single.num_batches_tracked.as_dyn().item(), 2);
+    let e = BatchNorm::<Model, f32>::new(3)
+        .momentum(None)
+        .without_affine()
+        .copy_state_from(&norm)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the source's parameter `weight` has no parameter"),
+        "{e}"
+    );
+}
+
+#[test]
+fn batch_norm_refuses_bad_input_and_leaves_its_statistics() {
+    use namedtensor::nn::BatchNorm;
+    let norm = BatchNorm::<Model>::new(3);
+    let wrong = Tensor::<f32, (Batch, Model)>::ones([2, 4]);
+    let e = norm.try_forward(&wrong).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    assert!(
+        e.to_string()
+            .contains("4 entries along the channel dim Model but the layer has 3"),
+        "{e}"
+    );
+    let single = Tensor::<f32, (Batch, Model)>::ones([1, 3]);
+    let e = norm.try_forward(&single).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("more than one value"), "{e}");
+    assert_eq!(norm.running_mean.to_vec(), vec![0.0; 3]);
+    assert_eq!(norm.num_batches_tracked.as_dyn().item(), 0);
+    // In evaluation one value per channel is fine (PyTorch's rule too).
+    norm.eval();
+    assert_eq!(
+        norm.forward(&single).to_vec(),
+        vec![1.0 / (1.0f32 + 1e-5).sqrt(); 3]
+    );
 }

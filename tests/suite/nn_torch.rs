@@ -3,10 +3,12 @@
 //! CPU), holds PyTorch's inputs, parameters, outputs and gradients; the same computations are
 //! written here by names and compared (float64: relative 1e-9; float32: 1e-4).
 
+use namedtensor::named::HasDim;
 use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
 use namedtensor::nn::{
-    AttentionMasks, AvgPool2d, Conv2d, Embedding, Forward, Gelu, LayerNorm, Linear, LogSoftmax,
-    MaxPool2d, Module, MultiHeadAttention, RmsNorm, TransformerBlock, TransformerConfig,
+    AttentionMasks, AvgPool2d, BatchNorm, Conv2d, Embedding, Forward, Gelu, LayerNorm, Linear,
+    LogSoftmax, MaxPool2d, Module, MultiHeadAttention, RmsNorm, TransformerBlock,
+    TransformerConfig,
 };
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{
@@ -1084,4 +1086,110 @@ fn a_tuple_of_layers_matches_pytorch_sequential() {
         let want = get(&format!("sequential/grad/{}", p.name));
         close(&p.name, &p.tensor.grad().unwrap(), &want, 1e-10);
     }
+}
+
+/// Runs the fixture's batch-norm steps of `case` (`train` in training, then one in
+/// evaluation) through `norm`, with each input laid out as `S` by `to_s` and read back in
+/// PyTorch's layout by `from_s`: outputs, gradients and the buffers after each step.
+fn batch_norm_steps<S: HasDim<Channels>>(
+    case: &str,
+    norm: &BatchNorm<Channels, f64>,
+    train: usize,
+    to_s: impl Fn(T) -> Tensor<f64, S>,
+    from_s: impl Fn(&Tensor<f64, S>) -> T,
+) {
+    for step in 0..=train {
+        if step == train {
+            norm.eval();
+        }
+        norm.zero_grad();
+        let key = |k: &str| format!("{case}/{step}/{k}");
+        let at = |k: &str| format!("{case} step {step}: {k}");
+        let x = to_s(get(&key("x"))).detach().requires_grad_(true);
+        let y = norm.forward(&x);
+        (y.as_dyn() * to_s(get(&key("r"))).as_dyn())
+            .sum()
+            .backward();
+        close(&at("y"), &from_s(&y), &get(&key("y")), 1e-10);
+        close(
+            &at("grad x"),
+            &from_s(&x.grad().unwrap()),
+            &get(&key("grad/x")),
+            1e-9,
+        );
+        for p in norm.parameters() {
+            let want = get(&key(&format!("grad/{}", p.name)));
+            close(&at(&p.name), &p.tensor.grad().unwrap(), &want, 1e-10);
+        }
+        close(
+            &at("running_mean"),
+            norm.running_mean.as_dyn(),
+            &get(&key("running_mean")),
+            1e-12,
+        );
+        close(
+            &at("running_var"),
+            norm.running_var.as_dyn(),
+            &get(&key("running_var")),
+            1e-12,
+        );
+        assert_eq!(
+            norm.num_batches_tracked.as_dyn().to_vec(),
+            ints(&key("num_batches_tracked")).to_vec(),
+            "{}",
+            at("num_batches_tracked")
+        );
+    }
+}
+
+/// A batch norm with the parameters of `case`'s fixture.
+fn batch_norm(case: &str, channels: usize) -> BatchNorm<Channels, f64> {
+    let norm = BatchNorm::new(channels);
+    let norm = if fx().contains_key(&format!("{case}/param/weight")) {
+        norm
+    } else {
+        norm.without_affine()
+    };
+    set_parameters(&norm, case, "param");
+    norm
+}
+
+#[test]
+fn batch_norm_matches_pytorch_in_training_and_evaluation() {
+    type Nchw = (Batch, Channels, Rows, Cols);
+    type Nhwc = (Batch, Rows, Cols, Channels);
+    // BatchNorm2d: channels second, as PyTorch lays them out ...
+    let norm = batch_norm("batch_norm2d", 3);
+    batch_norm_steps("batch_norm2d", &norm, 2, named::<Nchw>, |t| {
+        t.as_dyn().contiguous()
+    });
+    // ... and last: the same layer finds Channels by name, the numbers are the same.
+    let norm = batch_norm("batch_norm2d", 3);
+    batch_norm_steps(
+        "batch_norm2d",
+        &norm,
+        2,
+        |t| named::<Nchw>(t).align_to::<Nhwc>(),
+        |t| t.align_to::<Nchw>().into_dyn().contiguous(),
+    );
+    // BatchNorm1d on (Batch, Channels) with a cumulative average (momentum None) over three
+    // batches of different sizes.
+    let norm = batch_norm("batch_norm1d_cumulative", 4).momentum(None);
+    batch_norm_steps(
+        "batch_norm1d_cumulative",
+        &norm,
+        3,
+        named::<(Batch, Channels)>,
+        |t| t.as_dyn().contiguous(),
+    );
+    // BatchNorm1d on (Batch, Channels, Seq) without weight and bias.
+    let norm = batch_norm("batch_norm1d_plain", 3);
+    assert_eq!(norm.parameters().len(), 0);
+    batch_norm_steps(
+        "batch_norm1d_plain",
+        &norm,
+        1,
+        named::<(Batch, Channels, Seq)>,
+        |t| t.as_dyn().contiguous(),
+    );
 }

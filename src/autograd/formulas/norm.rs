@@ -1,13 +1,13 @@
-//! The gradient of normalisation along one dim (`ops::normalize`, under `LayerNorm` and
-//! `RmsNorm`).
+//! The gradient of normalisation over a set of dims (`ops::normalize`, under `LayerNorm`,
+//! `RmsNorm` and `BatchNorm`).
 //!
 //! With `y = (x − μ) · r` (or `x · r` without centring), `r = 1 / sqrt(var + eps)` and `n`
-//! entries along the dim, the gradient of a lane is
+//! entries in the normalised dims, the gradient of a group of `n` entries is
 //! `gx = r · (g − mean(g) − y · mean(g · y))` (without centring: no `mean(g)` term):
 //! two lane means and a few passes, where the pieces recorded one by one took about twice
 //! as many (PyTorch's `native_layer_norm_backward` computes the same expression).
 
-use super::{Temp, mul, reduce_along, some, un};
+use super::{OP, Temp, mul, some, un};
 use crate::autograd::node::Saved;
 use crate::autograd::record::{input, record};
 use crate::backend::op::{BinaryOp, ReduceOp, UnaryOp};
@@ -20,21 +20,22 @@ fn grad_x<E: Float>(
     g: &DynTensor<E>,
     y: &DynTensor<E>,
     rstd: &DynTensor<E>,
-    axis: usize,
+    mask: &[bool],
     center: bool,
 ) -> Result<DynTensor<E>> {
-    let m2 = reduce_along(ReduceOp::Mean, &mul(g, y)?, axis)?;
+    let mean = |t: &DynTensor<E>| crate::ops::reduce_keepdim(OP, ReduceOp::Mean, t, mask);
+    let m2 = mean(&mul(g, y)?)?;
     // (y · mean(g·y) − g + mean(g)) · (−r), in one buffer when nothing records.
     let t = Temp::new(mul(y, &m2)?).bin(BinaryOp::Sub, g)?;
     let t = if center {
-        t.bin(BinaryOp::Add, &reduce_along(ReduceOp::Mean, g, axis)?)?
+        t.bin(BinaryOp::Add, &mean(g)?)?
     } else {
         t
     };
     Ok(t.mul(&un(UnaryOp::Neg, rstd)?)?.done())
 }
 
-/// Records `y = normalize(x)` along `axis` (see `ops::normalize`), with `rstd` as computed
+/// Records `y = normalize(x)` over the dims in `mask` (see `ops::normalize`), with `rstd` as computed
 /// by the forward pass (without a graph).
 ///
 /// Saves `y` and `rstd` for the gradient, and `x`: a pass with `create_graph` recomputes
@@ -43,7 +44,7 @@ fn grad_x<E: Float>(
 pub(crate) fn normalize<E: Float>(
     op: &'static str,
     x: &DynTensor<E>,
-    axis: usize,
+    mask: Vec<bool>,
     eps: f64,
     center: bool,
     y: DynTensor<E>,
@@ -53,10 +54,10 @@ pub(crate) fn normalize<E: Float>(
     record(op, y, vec![input(x)], true, move |g, node| {
         let g = g.into_typed::<E>(node.name)?;
         let gx = if crate::autograd::is_grad_enabled() {
-            let (y, rstd) = crate::ops::normalized(&sx.get(node)?, axis, eps, center)?;
-            grad_x(&g, &y, &rstd, axis, center)?
+            let (y, rstd) = crate::ops::normalized(&sx.get(node)?, &mask, eps, center)?;
+            grad_x(&g, &y, &rstd, &mask, center)?
         } else {
-            grad_x(&g, &sy.get(node)?, &rstd, axis, center)?
+            grad_x(&g, &sy.get(node)?, &rstd, &mask, center)?
         };
         Ok(vec![some(gx)])
     })
