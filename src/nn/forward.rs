@@ -16,7 +16,10 @@ use super::conv::{AvgPool2d, Conv2d, ConvOut, MaxPool2d};
 use super::embedding::{Embedded, Embedding};
 use super::linear::{Linear, LinearOut};
 use super::module::{Module, Visitor};
-use super::{BatchNorm, Dropout, LayerNorm, MultiHeadAttention, RmsNorm, TransformerBlock};
+use super::{
+    BatchNorm, Dropout, LayerNorm, MultiHeadAttention, Recurrent, RecurrentCell, RmsNorm,
+    TransformerBlock,
+};
 use crate::dtype::{Element, Float};
 use crate::error::Result;
 use crate::named::{Contract, Dim, DimTuple, HasDim, Rename, ReplaceDim};
@@ -201,6 +204,17 @@ where
 {
     type Output = Tensor<E, S, P>;
     fn try_forward(&self, x: &Tensor<E, S, P>) -> Result<Self::Output> {
+        self.layer.try_forward(x, Seq::default())
+    }
+}
+
+impl<Seq: Dim, In: Dim, Hidden: Dim, C: RecurrentCell, E: Float, S> Forward<Tensor<E, S>>
+    for Along<Seq, Recurrent<In, Hidden, C, E>>
+where
+    S: HasDim<Seq> + HasDim<In> + Contract<In, (Hidden, In), (), ()>,
+{
+    type Output = LinearOut<E, S, (), In, Hidden>;
+    fn try_forward(&self, x: &Tensor<E, S>) -> Result<Self::Output> {
         self.layer.try_forward(x, Seq::default())
     }
 }

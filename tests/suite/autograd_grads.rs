@@ -738,7 +738,7 @@ fn second_derivatives_of_the_fused_formulas() {
     }
 }
 
-namedtensor::dims! { NormA, NormB, NormC }
+namedtensor::dims! { NormA, NormB, NormC, NormD }
 
 /// `LayerNorm` (`center`) or `RmsNorm` along dim `d` of a rank-3 tensor, with random weight
 /// and bias, as a function of the positional input.
@@ -842,6 +842,42 @@ proptest! {
         let w = DynTensor::from_vec(positive(c, seed + 7), &[c]).requires_grad_(true);
         let b = DynTensor::from_vec(values(c, seed + 8), &[c]).requires_grad_(true);
         check("batch_norm", &[x, w, b], &batch_norm_over(d, training, c, seed));
+    }
+}
+
+/// An LSTM or GRU over the middle dim of a `(2, steps, 3)` input with 4 hidden units, as a
+/// function of the input and its four parameters.
+fn recurrent<C: namedtensor::nn::RecurrentCell>(xs: &[T]) -> T {
+    use namedtensor::nn::Recurrent;
+    let mut layer = Recurrent::<NormC, NormD, C, f64>::seeded(3, 4, 0);
+    layer.weight_ih = xs[1].shallow_clone().refine_names();
+    layer.weight_hh = xs[2].shallow_clone().refine_names();
+    layer.bias_ih = Some(xs[3].shallow_clone().refine_names());
+    layer.bias_hh = Some(xs[4].shallow_clone().refine_names());
+    let x = xs[0]
+        .shallow_clone()
+        .refine_names::<(NormA, NormB, NormC)>();
+    layer.forward(&x, NormB).into_dyn()
+}
+
+#[test]
+fn lstm_and_gru_gradients_match_finite_differences() {
+    use namedtensor::nn::{GruCell, LstmCell};
+    for (gates, f) in [
+        (4, recurrent::<LstmCell> as fn(&[T]) -> T),
+        (3, recurrent::<GruCell>),
+    ] {
+        let input = |n: usize, seed: u64, shape: &[usize]| {
+            DynTensor::from_vec(values(n, seed), shape).requires_grad_(true)
+        };
+        let xs = [
+            input(2 * 3 * 3, 1, &[2, 3, 3]),
+            input(gates * 4 * 3, 2, &[gates * 4, 3]),
+            input(gates * 4 * 4, 3, &[gates * 4, 4]),
+            input(gates * 4, 4, &[gates * 4]),
+            input(gates * 4, 5, &[gates * 4]),
+        ];
+        check(if gates == 4 { "lstm" } else { "gru" }, &xs, &f);
     }
 }
 

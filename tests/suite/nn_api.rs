@@ -858,3 +858,43 @@ fn batch_norm_refuses_bad_input_and_leaves_its_statistics() {
         vec![1.0 / (1.0f32 + 1e-5).sqrt(); 3]
     );
 }
+
+#[test]
+fn an_lstm_chains_in_a_tuple_along_its_sequence_dim() {
+    use namedtensor::nn::Lstm;
+    let model = (
+        Embedding::<Vocab, Model>::seeded(10, 4, 0),
+        Along::<Seq, _>::new(Lstm::<Model, Hidden>::seeded(4, 6, 1)),
+        Linear::<Hidden, Classes>::seeded(6, 3, 2),
+    );
+    let names: Vec<String> = model.parameters().into_iter().map(|p| p.name).collect();
+    assert_eq!(
+        names,
+        [
+            "0.weight",
+            "1.weight_ih_l0",
+            "1.weight_hh_l0",
+            "1.bias_ih_l0",
+            "1.bias_hh_l0",
+            "2.weight",
+            "2.bias"
+        ]
+    );
+    let ids = Tensor::<i64, (Batch, Seq)>::from_vec(vec![1, 2, 3, 4, 5, 6], [2, 3]);
+    let y: Tensor<f32, (Batch, Seq, Classes)> = model.forward(&ids);
+    assert_eq!(y.shape(), &[2, 3, 3]);
+    // Each step sees only the past: changing the last token leaves earlier outputs alone.
+    let ids2 = Tensor::<i64, (Batch, Seq)>::from_vec(vec![1, 2, 9, 4, 5, 9], [2, 3]);
+    let y2 = model.forward(&ids2);
+    let (a, b) = (y.as_dyn().narrow(1, 0, 2), y2.as_dyn().narrow(1, 0, 2));
+    assert_eq!(a.to_vec(), b.to_vec());
+    assert_ne!(y.to_vec(), y2.to_vec());
+    let e = Lstm::<Model, Hidden>::seeded(5, 6, 1)
+        .try_forward(&Tensor::<f32, (Batch, Seq, Model)>::ones([2, 3, 4]), Seq)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ShapeMismatch);
+    assert!(
+        e.to_string().contains("needs 5 entries along `Model`"),
+        "{e}"
+    );
+}

@@ -6,8 +6,8 @@
 use namedtensor::named::HasDim;
 use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
 use namedtensor::nn::{
-    AttentionMasks, AvgPool2d, BatchNorm, Conv2d, Embedding, Forward, Gelu, LayerNorm, Linear,
-    LogSoftmax, MaxPool2d, Module, MultiHeadAttention, RmsNorm, TransformerBlock,
+    AttentionMasks, AvgPool2d, BatchNorm, Conv2d, Embedding, Forward, Gelu, Gru, LayerNorm, Linear,
+    LogSoftmax, Lstm, MaxPool2d, Module, MultiHeadAttention, RmsNorm, TransformerBlock,
     TransformerConfig,
 };
 use namedtensor::ops::Window2d;
@@ -1192,4 +1192,57 @@ fn batch_norm_matches_pytorch_in_training_and_evaluation() {
         named::<(Batch, Channels, Seq)>,
         |t| t.as_dyn().contiguous(),
     );
+}
+
+/// Sets `layer`'s parameters from `case`, runs `forward` on the fixture's input and compares
+/// the output and, against the fixture's weighting, the gradients of the input and of every
+/// parameter (whose names are PyTorch's `state_dict` keys, or the fixture lookup fails).
+fn check_recurrent<M: Module<f64>>(case: &str, layer: &M, forward: impl Fn(&T) -> T) {
+    set_parameters(layer, case, "param");
+    let x = leaf(&format!("{case}/x"));
+    let y = forward(&x);
+    close(&format!("{case} y"), &y, &get(&format!("{case}/y")), 1e-10);
+    (&y * &get(&format!("{case}/r"))).sum().backward();
+    let gx = x.grad().unwrap();
+    close(
+        &format!("{case} grad x"),
+        &gx,
+        &get(&format!("{case}/grad/x")),
+        1e-9,
+    );
+    for p in layer.parameters() {
+        let want = get(&format!("{case}/grad/{}", p.name));
+        close(
+            &format!("{case} grad {}", p.name),
+            &p.tensor.grad().unwrap(),
+            &want,
+            1e-9,
+        );
+    }
+}
+
+#[test]
+fn lstm_and_gru_match_pytorch() {
+    let lstm = Lstm::<In, Hidden, f64>::seeded(3, 5, 0);
+    check_recurrent("lstm", &lstm, |x| {
+        lstm.forward(&named::<(Batch, Seq, In)>(x.shallow_clone()), Seq)
+            .into_dyn()
+    });
+    let lstm = Lstm::<In, Hidden, f64>::seeded(2, 3, 0).without_bias();
+    check_recurrent("lstm_nobias", &lstm, |x| {
+        lstm.forward(&named::<(Batch, Seq, In)>(x.shallow_clone()), Seq)
+            .into_dyn()
+    });
+    let gru = Gru::<In, Hidden, f64>::seeded(3, 4, 0);
+    check_recurrent("gru", &gru, |x| {
+        gru.forward(&named::<(Batch, Seq, In)>(x.shallow_clone()), Seq)
+            .into_dyn()
+    });
+    // PyTorch's default layout, sequence first: the same layer, found by name.
+    let gru = Gru::<In, Hidden, f64>::seeded(3, 4, 0);
+    check_recurrent("gru_seq_first", &gru, |x| {
+        let y = gru.forward(&named::<(Seq, Batch, In)>(x.shallow_clone()), Seq);
+        assert_eq!(y.names(), ["Seq", "Batch", "Hidden"]);
+        y.into_dyn()
+    });
 }
