@@ -17,8 +17,8 @@ use super::embedding::{Embedded, Embedding};
 use super::linear::{Linear, LinearOut};
 use super::module::{Module, Visitor};
 use super::{
-    BatchNorm, Dropout, LayerNorm, MultiHeadAttention, Recurrent, RecurrentCell, RmsNorm,
-    TransformerBlock,
+    AdaptiveAvgPool2d, BatchNorm, Conv1d, Dropout, GroupNorm, LayerNorm, MultiHeadAttention,
+    Recurrent, RecurrentCell, RmsNorm, TransformerBlock,
 };
 use crate::dtype::{Element, Float};
 use crate::error::Result;
@@ -252,6 +252,17 @@ where
     }
 }
 
+impl<In: Dim, Out: Dim, L: Dim, E: Float, S, P: DimTuple> Forward<Tensor<E, S, P>>
+    for Conv1d<In, Out, L, E>
+where
+    S: HasDim<In, P> + HasDim<L, P> + Rename<In, Out, P>,
+{
+    type Output = ConvOut<E, S, P, In, Out>;
+    fn try_forward(&self, x: &Tensor<E, S, P>) -> Result<Self::Output> {
+        Conv1d::try_forward(self, x)
+    }
+}
+
 /// `Forward` for layers that keep their input's type: generics, the layer, the bounds on
 /// the input's dims, and the `try_forward` to call.
 macro_rules! same_type {
@@ -271,6 +282,8 @@ macro_rules! same_type {
 same_type! {
     [D: Dim] LayerNorm<D, E> where HasDim<D, P> => LayerNorm::try_forward;
     [C: Dim] BatchNorm<C, E> where HasDim<C, P> => BatchNorm::try_forward;
+    [B: Dim, C: Dim] GroupNorm<B, C, E> where HasDim<B, P>, HasDim<C, P> => GroupNorm::try_forward;
+    [H: Dim, W: Dim] AdaptiveAvgPool2d<H, W> where HasDim<H, P>, HasDim<W, P> => AdaptiveAvgPool2d::try_forward;
     [D: Dim] RmsNorm<D, E> where HasDim<D, P> => RmsNorm::try_forward;
     [H: Dim, W: Dim] MaxPool2d<H, W> where HasDim<H, P>, HasDim<W, P> => MaxPool2d::try_forward;
     [H: Dim, W: Dim] AvgPool2d<H, W> where HasDim<H, P>, HasDim<W, P> => AvgPool2d::try_forward;

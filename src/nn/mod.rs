@@ -23,13 +23,16 @@
 //! start different); its `seeded` form takes an explicit seed instead.
 
 mod activation;
+mod adaptive_pool;
 mod attention;
 mod attention_mask;
 mod batch_norm;
 mod conv;
+mod conv1d;
 mod dropout;
 mod embedding;
 mod forward;
+mod group_norm;
 pub mod init;
 mod layer_norm;
 mod linear;
@@ -41,13 +44,16 @@ pub(crate) mod store;
 mod transformer;
 
 pub use activation::{Gelu, GeluTanh, LogSoftmax, Relu, Sigmoid, Silu, Softmax, Tanh};
+pub use adaptive_pool::AdaptiveAvgPool2d;
 pub use attention::MultiHeadAttention;
 pub use attention_mask::{AttentionMasks, KeyPaddingMask, MaskElement, NoMask, QueryKeyMask};
 pub use batch_norm::BatchNorm;
 pub use conv::{AvgPool2d, Conv2d, ConvOut, ConvWeight, KernelCols, KernelRows, MaxPool2d};
+pub use conv1d::Conv1d;
 pub use dropout::Dropout;
 pub use embedding::{Embedded, Embedding};
 pub use forward::{Along, Forward, Output};
+pub use group_norm::GroupNorm;
 pub use layer_norm::LayerNorm;
 pub use linear::{Linear, LinearOut};
 pub use module::{Buffer, BufferTensor, Module, Parameter, TrainingFlag, Visitor};

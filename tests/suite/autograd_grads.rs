@@ -882,6 +882,58 @@ fn lstm_and_gru_gradients_match_finite_differences() {
 }
 
 #[test]
+fn group_norm_conv1d_and_adaptive_pool_gradients_match_finite_differences() {
+    use namedtensor::nn::{AdaptiveAvgPool2d, Conv1d, GroupNorm};
+    type Abc = (NormA, NormB, NormC);
+    let leaf = |v: Vec<f64>, shape: &[usize]| DynTensor::from_vec(v, shape).requires_grad_(true);
+    let spread = |n: usize, seed: u64| -> Vec<f64> {
+        values(n, seed)
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x + i as f64 * 0.37)
+            .collect()
+    };
+    let x = || leaf(spread(40, 1), &[2, 4, 5]);
+    check(
+        "group_norm",
+        &[x(), leaf(positive(4, 2), &[4]), leaf(values(4, 3), &[4])],
+        &|xs| {
+            let mut n = GroupNorm::<NormA, NormB, f64>::new(2, 4);
+            n.weight = Some(xs[1].shallow_clone().refine_names());
+            n.bias = Some(xs[2].shallow_clone().refine_names());
+            n.forward(&xs[0].shallow_clone().refine_names::<Abc>())
+                .into_dyn()
+        },
+    );
+    check(
+        "conv1d",
+        &[
+            x(),
+            leaf(values(24, 4), &[3, 4, 2]),
+            leaf(values(3, 5), &[3]),
+        ],
+        &|xs| {
+            let mut c = Conv1d::<NormB, NormD, NormC, f64>::seeded(4, 3, 2, 0)
+                .padding(1)
+                .stride(2);
+            c.weight = xs[1].shallow_clone().refine_names();
+            c.bias = Some(xs[2].shallow_clone().refine_names());
+            c.forward(&xs[0].shallow_clone().refine_names::<Abc>())
+                .into_dyn()
+        },
+    );
+    check(
+        "adaptive_avg_pool2d",
+        &[leaf(values(70, 6), &[2, 5, 7])],
+        &|xs| {
+            let pool = AdaptiveAvgPool2d::<NormB, NormC>::new(3, 4);
+            pool.forward(&xs[0].shallow_clone().refine_names::<Abc>())
+                .into_dyn()
+        },
+    );
+}
+
+#[test]
 fn second_derivatives_of_layer_and_rms_norm() {
     // The fused normalisation recomputes its pieces with recorded ops under create_graph:
     // d/dx of Σ (∂L/∂x)·r against finite differences of the first derivative.

@@ -6,9 +6,9 @@
 use namedtensor::named::HasDim;
 use namedtensor::nn::loss::{self, CrossEntropy, Reduction};
 use namedtensor::nn::{
-    AttentionMasks, AvgPool2d, BatchNorm, Conv2d, Embedding, Forward, Gelu, Gru, LayerNorm, Linear,
-    LogSoftmax, Lstm, MaxPool2d, Module, MultiHeadAttention, RmsNorm, TransformerBlock,
-    TransformerConfig,
+    AdaptiveAvgPool2d, AttentionMasks, AvgPool2d, BatchNorm, Conv1d, Conv2d, Embedding, Forward,
+    Gelu, GroupNorm, Gru, LayerNorm, Linear, LogSoftmax, Lstm, MaxPool2d, Module,
+    MultiHeadAttention, RmsNorm, TransformerBlock, TransformerConfig,
 };
 use namedtensor::ops::Window2d;
 use namedtensor::optim::{
@@ -1197,7 +1197,8 @@ fn batch_norm_matches_pytorch_in_training_and_evaluation() {
 /// Sets `layer`'s parameters from `case`, runs `forward` on the fixture's input and compares
 /// the output and, against the fixture's weighting, the gradients of the input and of every
 /// parameter (whose names are PyTorch's `state_dict` keys, or the fixture lookup fails).
-fn check_recurrent<M: Module<f64>>(case: &str, layer: &M, forward: impl Fn(&T) -> T) {
+/// Every input layout is PyTorch's; `forward` names it.
+fn check_layer<M: Module<f64>>(case: &str, layer: &M, forward: impl Fn(&T) -> T) {
     set_parameters(layer, case, "param");
     let x = leaf(&format!("{case}/x"));
     let y = forward(&x);
@@ -1224,25 +1225,71 @@ fn check_recurrent<M: Module<f64>>(case: &str, layer: &M, forward: impl Fn(&T) -
 #[test]
 fn lstm_and_gru_match_pytorch() {
     let lstm = Lstm::<In, Hidden, f64>::seeded(3, 5, 0);
-    check_recurrent("lstm", &lstm, |x| {
+    check_layer("lstm", &lstm, |x| {
         lstm.forward(&named::<(Batch, Seq, In)>(x.shallow_clone()), Seq)
             .into_dyn()
     });
     let lstm = Lstm::<In, Hidden, f64>::seeded(2, 3, 0).without_bias();
-    check_recurrent("lstm_nobias", &lstm, |x| {
+    check_layer("lstm_nobias", &lstm, |x| {
         lstm.forward(&named::<(Batch, Seq, In)>(x.shallow_clone()), Seq)
             .into_dyn()
     });
     let gru = Gru::<In, Hidden, f64>::seeded(3, 4, 0);
-    check_recurrent("gru", &gru, |x| {
+    check_layer("gru", &gru, |x| {
         gru.forward(&named::<(Batch, Seq, In)>(x.shallow_clone()), Seq)
             .into_dyn()
     });
     // PyTorch's default layout, sequence first: the same layer, found by name.
     let gru = Gru::<In, Hidden, f64>::seeded(3, 4, 0);
-    check_recurrent("gru_seq_first", &gru, |x| {
+    check_layer("gru_seq_first", &gru, |x| {
         let y = gru.forward(&named::<(Seq, Batch, In)>(x.shallow_clone()), Seq);
         assert_eq!(y.names(), ["Seq", "Batch", "Hidden"]);
         y.into_dyn()
     });
+}
+
+#[test]
+fn group_norm_conv1d_and_adaptive_pooling_match_pytorch() {
+    type Ncl = (Batch, Channels, Seq);
+    let norm = GroupNorm::<Batch, Channels, f64>::new(2, 6);
+    check_layer("group_norm", &norm, |x| {
+        norm.forward(&named::<Ncl>(x.shallow_clone())).into_dyn()
+    });
+    // Channels last and the sequence first: the layer finds both dims by name.
+    let norm = GroupNorm::<Batch, Channels, f64>::new(2, 6);
+    check_layer("group_norm", &norm, |x| {
+        let moved = named::<Ncl>(x.shallow_clone()).align_to::<(Seq, Batch, Channels)>();
+        norm.forward(&moved).align_to::<Ncl>().into_dyn()
+    });
+    let norm = GroupNorm::<Batch, Channels, f64>::new(3, 6).without_affine();
+    check_layer("group_norm_plain", &norm, |x| {
+        let x = named::<(Batch, Channels, Rows, Cols)>(x.shallow_clone());
+        norm.forward(&x).into_dyn()
+    });
+    let conv = Conv1d::<Channels, Features, Seq, f64>::seeded(3, 4, 3, 0).padding(1);
+    check_layer("conv1d", &conv, |x| {
+        let y = conv.forward(&named::<Ncl>(x.shallow_clone()));
+        assert_eq!(y.names(), ["Batch", "Features", "Seq"]);
+        y.into_dyn()
+    });
+    let conv = Conv1d::<Channels, Features, Seq, f64>::seeded(2, 3, 3, 0)
+        .stride(2)
+        .dilation(2)
+        .without_bias();
+    check_layer("conv1d_strided", &conv, |x| {
+        let moved = named::<Ncl>(x.shallow_clone()).align_to::<(Seq, Channels, Batch)>();
+        conv.forward(&moved)
+            .align_to::<(Batch, Features, Seq)>()
+            .into_dyn()
+    });
+    for (case, bins) in [
+        ("adaptive_avg_pool", (3, 2)),
+        ("adaptive_avg_pool_global", (1, 1)),
+    ] {
+        let pool = AdaptiveAvgPool2d::<Rows, Cols>::new(bins.0, bins.1);
+        check_layer(case, &pool, |x| {
+            let x = named::<(Batch, Channels, Rows, Cols)>(x.shallow_clone());
+            pool.forward(&x).into_dyn()
+        });
+    }
 }
