@@ -45,6 +45,7 @@
 
 #![warn(missing_docs)]
 
+pub mod amp;
 pub mod autograd;
 mod backend;
 pub mod data;

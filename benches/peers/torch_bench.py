@@ -122,6 +122,15 @@ def cases():
         lm_opt.step()
 
     table["nn_transformer_adamw_b16_s64_m64"] = lm_step
+
+    def bf16(step):
+        def low():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                step()
+        return low
+
+    table["nn_mlp_adamw_b32_64x128x10_bf16"] = bf16(train_step(mlp))
+    table["nn_transformer_adamw_b16_s64_m64_bf16"] = bf16(lm_step)
     return table
 
 

@@ -99,3 +99,10 @@ pub fn transformer() -> impl FnMut() {
         opt.step().unwrap();
     }
 }
+
+/// `step` with its matrix products in bf16 (`amp::autocast`), the `_bf16` cases: PyTorch's
+/// side runs the same step under `torch.autocast("cpu", dtype=torch.bfloat16)`.
+#[allow(dead_code)] // benches/debug-build times the f32 steps only
+pub fn bf16(mut step: impl FnMut()) -> impl FnMut() {
+    move || namedtensor::amp::autocast::<namedtensor::bf16, _>(&mut step)
+}

@@ -14,6 +14,7 @@
 //! `f64`), so each cast rounds at most once. Float to integer casts truncate toward zero and
 //! saturate at the integer type's bounds; NaN becomes 0. Any non-zero value casts to `true`.
 
+pub(crate) mod autocast;
 mod compute;
 mod erf;
 mod exp;

@@ -236,7 +236,7 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
         let project = |w: &Tensor<E, (Heads, HeadDim, Model)>, b: &Tensor<E, (Heads, HeadDim)>| {
             let wt = w.as_dyn().try_reshape(&[h * d, m])?.t();
             x.try_matmul(&wt)?
-                .try_add(&b.as_dyn().try_reshape(&[h * d])?)?
+                .try_add_bias(&b.as_dyn().try_reshape(&[h * d])?)?
                 .try_reshape(&[n, len, h, d])?
                 .try_permute(&[0, 2, 1, 3])
         };
@@ -271,7 +271,7 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
             .try_permute(&[0, 2, 1, 3])?
             .try_reshape(&[n, len, h * d])?;
         let wo = self.out.as_dyn().try_reshape(&[m, h * d])?.t();
-        merged.try_matmul(&wo)?.try_add(self.out_bias.as_dyn())
+        merged.try_matmul(&wo)?.try_add_bias(self.out_bias.as_dyn())
     }
 }
 

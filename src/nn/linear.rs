@@ -164,7 +164,7 @@ impl<In: Dim, Out: Dim, E: Float> Linear<In, Out, E> {
         let y = x.try_dot(In::default(), &self.weight)?;
         match &self.bias {
             // `Out` is the result's last dim, so the bias broadcasts positionally.
-            Some(b) => Ok(Tensor::wrap(y.as_dyn().try_add(b.as_dyn())?)),
+            Some(b) => Ok(Tensor::wrap(y.as_dyn().try_add_bias(b.as_dyn())?)),
             None => Ok(y),
         }
     }
@@ -173,7 +173,7 @@ impl<In: Dim, Out: Dim, E: Float> Linear<In, Out, E> {
     pub(super) fn apply_last(&self, x: &DynTensor<E>) -> Result<DynTensor<E>> {
         let y = x.try_matmul(&self.weight.as_dyn().t())?;
         match &self.bias {
-            Some(b) => y.try_add(b.as_dyn()),
+            Some(b) => y.try_add_bias(b.as_dyn()),
             None => Ok(y),
         }
     }

@@ -262,7 +262,7 @@ impl<In: Dim, Hidden: Dim, C: RecurrentCell, E: Float> Recurrent<In, Hidden, C, 
             .try_permute(&order)?
             .try_matmul(&self.weight_ih.as_dyn().t())?;
         let gx = match &self.bias_ih {
-            Some(b) => gx.try_add(b.as_dyn())?,
+            Some(b) => gx.try_add_bias(b.as_dyn())?,
             None => gx,
         };
         let step_axis = seq_axis - usize::from(seq_axis > in_axis);
@@ -277,7 +277,7 @@ impl<In: Dim, Hidden: Dim, C: RecurrentCell, E: Float> Recurrent<In, Hidden, C, 
         for t in 0..steps {
             let gh = state[0].try_matmul(&w_hh)?;
             let gh = match &self.bias_hh {
-                Some(b) => gh.try_add(b.as_dyn())?,
+                Some(b) => gh.try_add_bias(b.as_dyn())?,
                 None => gh,
             };
             let gx_t = gx.try_select(step_axis as isize, t as isize)?;

@@ -340,7 +340,7 @@ impl<E: Float> DynTensor<E> {
             .try_reshape(&[o as isize, taps as isize])?
             .try_matmul(&cols)?;
         let y = match bias {
-            Some(b) => y.try_add(&b.try_reshape(&[o as isize, 1])?)?,
+            Some(b) => y.try_add_bias(&b.try_reshape(&[o as isize, 1])?)?,
             None => y,
         };
         y.try_reshape(&[n as isize, o as isize, oh as isize, ow as isize])

@@ -14,7 +14,7 @@
 //! once); integers accumulate in `i64` and wrap like the element type's arithmetic. `bool`
 //! tensors are refused, as in PyTorch.
 
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, broadcast_shapes, checked_numel};
 use crate::storage::dispatch;
@@ -158,6 +158,15 @@ impl<E: Element> DynTensor<E> {
                  to_dtype first",
             ));
         }
+        // Under autocast an f32 product runs in the low dtype: both operands cast (recorded,
+        // so gradients flow back through the same casts), the result cast back.
+        if E::DTYPE == DType::F32 {
+            match crate::dtype::autocast::autocast_dtype() {
+                Some(DType::BF16) => return self.matmul_in::<half::bf16>(op, other),
+                Some(DType::F16) => return self.matmul_in::<half::f16>(op, other),
+                _ => {}
+            }
+        }
         if crate::autograd::tracks(self) || crate::autograd::tracks(other) {
             return self.matmul_recorded(op, other, &plan);
         }
@@ -165,6 +174,16 @@ impl<E: Element> DynTensor<E> {
         // The product's `[batch…, m, n]` in row-major order is the result's order too.
         let buf = dispatch::matmul(op, a, &plan.la, b, &plan.lb)?;
         DynTensor::from_contiguous_buffer(buf, &plan.out_shape)
+    }
+
+    /// [`DynTensor::matmul_as`] computed in the element type `L`.
+    fn matmul_in<L: Element>(
+        &self,
+        op: &'static str,
+        other: &DynTensor<E>,
+    ) -> Result<DynTensor<E>> {
+        let (a, b) = (self.try_to_dtype::<L>()?, other.try_to_dtype::<L>()?);
+        a.matmul_as(op, &b)?.try_to_dtype::<E>()
     }
 
     /// [`DynTensor::matmul_as`] for operands that require grad: the vector promotions and
@@ -317,6 +336,28 @@ impl<E: Element> DynTensor<E> {
     pub fn try_dot(&self, other: &DynTensor<E>) -> Result<DynTensor<E>> {
         expect_ranks("dot", "1-D and 1-D", self, other, [1, 1])?;
         self.matmul_as("dot", other)
+    }
+}
+
+impl<E: Float> DynTensor<E> {
+    /// `self + bias` for a layer that adds a bias to its product (linear, convolution): in
+    /// the autocast dtype inside an autocast region, as PyTorch runs those layers whole in
+    /// it (the sum rounded to the low dtype, the bias's gradient reduced in it); else the
+    /// plain addition.
+    pub(crate) fn try_add_bias(&self, bias: &DynTensor<E>) -> Result<DynTensor<E>> {
+        if E::DTYPE == DType::F32 {
+            match crate::dtype::autocast::autocast_dtype() {
+                Some(DType::BF16) => return self.add_in::<half::bf16>(bias),
+                Some(DType::F16) => return self.add_in::<half::f16>(bias),
+                _ => {}
+            }
+        }
+        self.try_add(bias)
+    }
+
+    fn add_in<L: Float>(&self, bias: &DynTensor<E>) -> Result<DynTensor<E>> {
+        let (a, b) = (self.try_to_dtype::<L>()?, bias.try_to_dtype::<L>()?);
+        a.try_add(&b)?.try_to_dtype::<E>()
     }
 }
 

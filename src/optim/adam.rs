@@ -197,6 +197,10 @@ impl<E: Float> Optimizer for Adam<E> {
         self.params.iter().for_each(|p| p.tensor.zero_grad());
     }
 
+    fn unscale_grads(&self, factor: f64) -> Result<bool> {
+        super::unscale_grads(&self.params, factor)
+    }
+
     fn lr(&self) -> f64 {
         self.config.lr
     }

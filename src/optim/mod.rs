@@ -61,6 +61,21 @@ pub trait Optimizer {
     /// optimiser's parameters; it changes nothing unless `apply` ([`load_checkpoint`] checks
     /// every part of a checkpoint before it applies any).
     fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()>;
+    /// Multiplies every parameter's gradient by `factor` in place; whether all of them are
+    /// finite afterwards (what [`GradScaler`](crate::amp::GradScaler) needs).
+    fn unscale_grads(&self, factor: f64) -> Result<bool>;
+}
+
+/// [`Optimizer::unscale_grads`] over `params`.
+fn unscale_grads<E: Float>(params: &[Parameter<E>], factor: f64) -> Result<bool> {
+    crate::autograd::no_grad(|| {
+        let mut finite = true;
+        for g in params.iter().filter_map(|p| p.tensor.grad()) {
+            g.try_mul_scalar_(factor)?;
+            finite &= g.isfinite().all();
+        }
+        Ok(finite)
+    })
 }
 
 /// Moves a parameter's optimiser state to the parameter's device, in place, at each step:

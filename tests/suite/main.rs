@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod amp;
 mod autograd_api;
 mod autograd_grads;
 mod autograd_named;

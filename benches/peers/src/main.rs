@@ -613,6 +613,27 @@ fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&s
             vec![("namedtensor", timed(step))],
         );
     }
+    // The same steps with bf16 matrix products (autocast) and f32 master weights.
+    if want("nn_mlp_adamw_b32_64x128x10_bf16") {
+        let step = training_steps::bf16(training_steps::mlp());
+        compare(
+            table,
+            workers,
+            "nn_mlp_adamw_b32_64x128x10_bf16",
+            [5, 200],
+            vec![("namedtensor", timed(step))],
+        );
+    }
+    if want("nn_transformer_adamw_b16_s64_m64_bf16") {
+        let step = training_steps::bf16(training_steps::transformer());
+        compare(
+            table,
+            workers,
+            "nn_transformer_adamw_b16_s64_m64_bf16",
+            [3, 30],
+            vec![("namedtensor", timed(step))],
+        );
+    }
 }
 
 #[path = "../../support/training_steps.rs"]
