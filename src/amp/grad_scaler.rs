@@ -50,12 +50,18 @@ impl Default for GradScalerConfig {
 /// let mut scaler = GradScaler::new();
 /// let x = Tensor::<f32, (Batch, In)>::randn([8, 4], 1);
 /// let y = Tensor::<f32, (Batch, Out)>::zeros([8, 2]);
-/// opt.zero_grad();
-/// let l = amp::autocast::<f16, _>(|| loss::mse_loss(&model.forward(&x), &y, loss::Reduction::Mean));
-/// scaler.scale(&l).backward();
-/// assert!(scaler.step(&mut opt).unwrap()); // finite gradients: the step was taken
-/// scaler.update().unwrap();
-/// assert_eq!(scaler.get_scale(), 65536.0);
+/// let mut taken = Vec::new();
+/// for _ in 0..8 {
+///     opt.zero_grad();
+///     let l = amp::autocast::<f16, _>(|| loss::mse_loss(&model.forward(&x), &y, loss::Reduction::Mean));
+///     scaler.scale(&l).backward();
+///     taken.push(scaler.step(&mut opt).unwrap()); // false: a gradient overflowed f16
+///     scaler.update().unwrap();
+/// }
+/// // Each skipped step halved the scale, until the gradients fitted.
+/// let skipped = taken.iter().filter(|&&t| !t).count();
+/// assert!(skipped < 8);
+/// assert_eq!(scaler.get_scale(), 65536.0 / 2f64.powi(skipped as i32));
 /// ```
 #[derive(Debug, Clone)]
 pub struct GradScaler {

@@ -15,12 +15,12 @@
 //!
 //! ```
 //! use namedtensor::{amp, bf16, DynTensor};
-//! let a = DynTensor::<f32>::from_vec(vec![1.001, 2.0], &[1, 2]);
+//! let a = DynTensor::<f32>::from_vec(vec![1.0 + 2f32.powi(-9), 2.0], &[1, 2]);
 //! let b = DynTensor::<f32>::from_vec(vec![3.0, 1.0], &[2, 1]);
 //! let low = amp::autocast::<bf16, _>(|| a.matmul(&b));
-//! // 1.001 rounds to 1 in bf16 (8 bits of mantissa): 1·3 + 2·1.
+//! // 1 + 2⁻⁹ rounds to 1 in bf16 (8 bits of mantissa): 1·3 + 2·1.
 //! assert_eq!(low.item(), 5.0);
-//! assert_eq!(a.matmul(&b).item(), 5.003);
+//! assert_eq!(a.matmul(&b).item(), 5.0 + 3.0 * 2f32.powi(-9));
 //! ```
 
 mod grad_scaler;
