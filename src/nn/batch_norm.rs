@@ -1,7 +1,7 @@
 //! [`BatchNorm`]: normalises each channel over the batch (every dim but the channels'), with
 //! running statistics for evaluation.
 
-use super::layer_norm::along;
+use super::layer_norm::{affine, along};
 use super::module::{Module, TrainingFlag, Visitor};
 use crate::autograd::no_grad;
 use crate::backend::op::ReduceOp;
@@ -142,12 +142,7 @@ impl<C: Dim, E: Float> BatchNorm<C, E> {
                 .sqrt();
             x.try_sub(&mean)?.try_div(&std)?
         };
-        match (&self.weight, &self.bias) {
-            (Some(w), Some(b)) => normed
-                .try_mul(&along(w, axis, rank)?)?
-                .try_add(&along(b, axis, rank)?),
-            _ => Ok(normed),
-        }
+        affine(normed, &self.weight, &self.bias, axis)
     }
 
     /// Moves the running statistics towards the batch's (`x` over the dims in `over`).

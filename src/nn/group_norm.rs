@@ -1,6 +1,6 @@
 //! [`GroupNorm`]: normalises groups of channels within each sample.
 
-use super::layer_norm::along;
+use super::layer_norm::affine;
 use super::module::{Module, Visitor};
 use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
@@ -120,14 +120,12 @@ impl<B: Dim, C: Dim, E: Float> GroupNorm<B, C, E> {
         let normed = crate::ops::normalize(OP, &x.try_reshape(&grouped)?, &over, self.eps, true)?;
         let sizes: Vec<isize> = x.shape().iter().map(|&s| s as isize).collect();
         let normed: DynTensor<E> = normed.try_reshape(&sizes)?;
-        let (axis, rank) = (c as isize, x.dim());
-        let y = match (&self.weight, &self.bias) {
-            (Some(w), Some(bias)) => normed
-                .try_mul(&along(w, axis, rank)?)?
-                .try_add(&along(bias, axis, rank)?)?,
-            _ => normed,
-        };
-        Ok(Tensor::wrap(y))
+        Ok(Tensor::wrap(affine(
+            normed,
+            &self.weight,
+            &self.bias,
+            c as isize,
+        )?))
     }
 }
 

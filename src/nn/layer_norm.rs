@@ -75,6 +75,23 @@ pub(super) fn one_hot(axis: isize, rank: usize) -> Vec<bool> {
     (0..rank).map(|i| i as isize == axis).collect()
 }
 
+/// `normed · weight + bias` along axis `axis` for a layer with the affine step (both
+/// parameters), else `normed`: the last step of `BatchNorm` and `GroupNorm`.
+pub(super) fn affine<E: Float, D: Dim>(
+    normed: DynTensor<E>,
+    weight: &Option<Tensor<E, (D,)>>,
+    bias: &Option<Tensor<E, (D,)>>,
+    axis: isize,
+) -> Result<DynTensor<E>> {
+    let rank = normed.dim();
+    match (weight, bias) {
+        (Some(w), Some(b)) => normed
+            .try_mul(&along(w, axis, rank)?)?
+            .try_add(&along(b, axis, rank)?),
+        _ => Ok(normed),
+    }
+}
+
 /// A `(D,)` parameter as a view that broadcasts along axis `axis` of a rank-`rank` tensor.
 pub(super) fn along<E: Float, D: Dim>(
     p: &Tensor<E, (D,)>,
