@@ -241,7 +241,7 @@ pub(crate) fn vec_into<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
             1,
             &|x| x,
             super::vmath::Isa::Baseline,
-            false,
+            super::stream::Store::Cached,
         )
     })
 }

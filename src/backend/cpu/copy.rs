@@ -5,7 +5,6 @@ use super::convert::as_type;
 use super::pointwise;
 use super::stream::{Store, map_into};
 use super::transpose::{Bits, Mapped, Plan, tiled_to_vec};
-use super::vmath::vectorized_if;
 use crate::dtype::Element;
 use crate::layout::{Coalesced, Layout};
 use std::mem::MaybeUninit;
@@ -31,16 +30,10 @@ pub(crate) fn map_to_vec<E: Copy + Sync, F: Copy + Send>(
         return out;
     }
     let out_layout = Layout::contiguous(layout.sizes()).expect("numel is checked in layouts");
-    let stream = Store::wanted::<F>(out_layout.numel());
+    let store = Store::for_output::<F>(out_layout.numel());
     super::pointwise::build([&out_layout, layout], |out, [_, start], [_, stride]| {
         if stride == 1 {
-            let src = &src[start..start + out.len()];
-            vectorized_if!(false, stream, |isa| map_into(
-                Store::choose(stream, isa),
-                out,
-                src,
-                &f
-            ));
+            map_into(store, out, &src[start..start + out.len()], &f);
         } else {
             for (i, d) in out.iter_mut().enumerate() {
                 d.write(f(src[start + i * stride]));

@@ -10,8 +10,8 @@
 //!
 //! `VEC` compiles a loop for the CPU's widest vector instructions (`vmath::vectorized`): for
 //! operations bound by arithmetic (`exp`, rounding) rather than memory. Loops that convert
-//! `f16`/`bf16` are always compiled so; the others stream a large output with non-temporal
-//! stores from an AVX2 copy of the loop (see `vmath::vectorized_if`).
+//! `f16`/`bf16` are always compiled so; the others are compiled once, for the baseline, and
+//! stream a large output through `stream::write_blocks`.
 
 use super::pointwise::{self, In};
 use super::stream::Store;
@@ -26,15 +26,15 @@ pub(crate) fn map_new<S: Element, T: Element, U: Element, O: Element, const VEC:
     f: impl Fn(T) -> U + Sync,
 ) -> Vec<O> {
     let out_layout = Layout::contiguous(layout.sizes()).expect("a valid layout's sizes");
-    let stream = Store::wanted::<O>(out_layout.numel());
+    let store = Store::for_output::<O>(out_layout.numel());
     pointwise::build([&out_layout, layout], |out, st, sd| {
-        vectorized_if!(VEC || O::DTYPE.is_half(), stream, |isa| pointwise::unary::<
+        vectorized_if!(VEC || O::DTYPE.is_half(), |isa| pointwise::unary::<
             S,
             T,
             U,
             O,
         >(
-            out, src, st[1], sd[1], &f, isa, stream
+            out, src, st[1], sd[1], &f, isa, store
         ))
     })
 }
@@ -56,14 +56,12 @@ pub(crate) fn zip_new<
     f: impl Fn(T, T) -> U + Sync,
 ) -> Vec<O> {
     let out_layout = Layout::contiguous(la.sizes()).expect("a valid layout's sizes");
-    let stream = Store::wanted::<O>(out_layout.numel());
+    let store = Store::for_output::<O>(out_layout.numel());
     pointwise::build([&out_layout, la, lb], |out, st, sd| {
         let (a, b) = (In::new(a, st[1], sd[1]), In::new(b, st[2], sd[2]));
-        vectorized_if!(
-            VEC || O::DTYPE.is_half(),
-            stream,
-            |isa| pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, stream)
-        )
+        vectorized_if!(VEC || O::DTYPE.is_half(), |isa| {
+            pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, store)
+        })
     })
 }
 
@@ -74,7 +72,7 @@ pub(crate) fn map_inplace<E: Element, T: Element, const VEC: bool>(
     f: impl Fn(T) -> T + Sync,
 ) {
     pointwise::apply(buf, [dst], |run, _, _| {
-        vectorized_if!(VEC, false, |_| pointwise::unary_inplace::<E, T>(run, &f))
+        vectorized_if!(VEC, |_| pointwise::unary_inplace::<E, T>(run, &f))
     });
 }
 

@@ -14,7 +14,7 @@
 
 use super::convert::{as_type, as_uninit_type_mut};
 use super::pointwise::In;
-use super::stream::{Store, line_of, map_line, write_lines, zip_line};
+use super::stream::{Store, line_of, map_line, write_blocks, write_lines, zip_line};
 use super::vmath::Isa;
 use crate::dtype::cast;
 use crate::dtype::{DType, Element};
@@ -95,7 +95,7 @@ const fn computes_in_f32<T: Element, U: Element>() -> bool {
 #[inline(always)]
 pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
     isa: Isa,
-    stream: bool,
+    store: Store,
     out: &mut [MaybeUninit<O>],
     src: &[S],
     start: usize,
@@ -107,9 +107,9 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
     }
     let g = |x: f32| cast::<U, f32>(f(cast::<f32, T>(x)));
     if const { S::DTYPE as u8 == DType::F16 as u8 } {
-        map_lines::<S, O, f16>(isa, stream, out, src, start, g)
+        map_lines::<S, O, f16>(isa, store, out, src, start, g)
     } else {
-        map_lines::<S, O, bf16>(isa, stream, out, src, start, g)
+        map_lines::<S, O, bf16>(isa, store, out, src, start, g)
     }
     true
 }
@@ -119,7 +119,7 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
 #[inline(always)]
 pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>(
     isa: Isa,
-    stream: bool,
+    store: Store,
     out: &mut [MaybeUninit<O>],
     a: In<'_, A>,
     b: In<'_, B>,
@@ -130,16 +130,16 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
     }
     let g = |x: f32, y: f32| cast::<U, f32>(f(cast::<f32, T>(x), cast::<f32, T>(y)));
     if const { A::DTYPE as u8 == DType::F16 as u8 } {
-        zip_lines::<A, B, O, f16>(isa, stream, out, a, b, g)
+        zip_lines::<A, B, O, f16>(isa, store, out, a, b, g)
     } else {
-        zip_lines::<A, B, O, bf16>(isa, stream, out, a, b, g)
+        zip_lines::<A, B, O, bf16>(isa, store, out, a, b, g)
     }
 }
 
 #[inline(always)]
 fn map_lines<S: Element, O: Element, H: Half>(
     isa: Isa,
-    stream: bool,
+    store: Store,
     out: &mut [MaybeUninit<O>],
     src: &[S],
     start: usize,
@@ -149,18 +149,25 @@ fn map_lines<S: Element, O: Element, H: Half>(
         unreachable!("the caller matched the types");
     };
     let x = &x[start..start + out.len()];
-    write_lines::<H, N>(
-        Store::choose(stream, isa),
+    write_blocks(
+        store,
         out,
         #[inline(always)]
-        |i, m| H::narrow(isa, map_line(H::widen(isa, line_of(x, i, m)), &g)),
+        |part, range| {
+            let x = &x[range];
+            write_lines::<H, N>(
+                part,
+                #[inline(always)]
+                |i, m| H::narrow(isa, map_line(H::widen(isa, line_of(x, i, m)), &g)),
+            )
+        },
     );
 }
 
 #[inline(always)]
 fn zip_lines<A: Element, B: Element, O: Element, H: Half>(
     isa: Isa,
-    stream: bool,
+    store: Store,
     out: &mut [MaybeUninit<O>],
     a: In<'_, A>,
     b: In<'_, B>,
@@ -174,38 +181,34 @@ fn zip_lines<A: Element, B: Element, O: Element, H: Half>(
         unreachable!("the caller matched the types");
     };
     let n = out.len();
-    let store = Store::choose(stream, isa);
     match (a.stride, b.stride) {
         (1, 1) => {
             let (x, y) = (&x[a.start..a.start + n], &y[b.start..b.start + n]);
-            write_lines::<H, N>(
+            write_blocks(
                 store,
                 out,
                 #[inline(always)]
-                |i, m| {
-                    let xs = H::widen(isa, line_of(x, i, m));
-                    let ys = H::widen(isa, line_of(y, i, m));
-                    H::narrow(isa, zip_line(xs, ys, &g))
+                |part, range| {
+                    let (x, y) = (&x[range.clone()], &y[range]);
+                    write_lines::<H, N>(
+                        part,
+                        #[inline(always)]
+                        |i, m| {
+                            let xs = H::widen(isa, line_of(x, i, m));
+                            let ys = H::widen(isa, line_of(y, i, m));
+                            H::narrow(isa, zip_line(xs, ys, &g))
+                        },
+                    )
                 },
             );
         }
         (1, 0) => {
             let (x, q) = (&x[a.start..a.start + n], cast::<H, f32>(y[b.start]));
-            write_lines::<H, N>(
-                store,
-                out,
-                #[inline(always)]
-                |i, m| H::narrow(isa, map_line(H::widen(isa, line_of(x, i, m)), |p| g(p, q))),
-            );
+            map_lines::<H, H, H>(isa, store, out, x, 0, |p| g(p, q));
         }
         (0, 1) => {
             let (p, y) = (cast::<H, f32>(x[a.start]), &y[b.start..b.start + n]);
-            write_lines::<H, N>(
-                store,
-                out,
-                #[inline(always)]
-                |i, m| H::narrow(isa, map_line(H::widen(isa, line_of(y, i, m)), |q| g(p, q))),
-            );
+            map_lines::<H, H, H>(isa, store, out, y, 0, |q| g(p, q));
         }
         _ => return false,
     }

@@ -103,10 +103,14 @@ pub fn parallel_threshold() -> usize {
 /// Splits `rows` rows of `row_len` elements each into contiguous row ranges and calls `f` on
 /// each, in parallel when the work is large enough. `f` sees every row exactly once.
 #[allow(dead_code)] // first users: the reduction kernels
+#[inline(always)]
 pub(crate) fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<usize>) + Sync) {
+    row_ranges(rows, row_len, &f)
+}
+
+/// [`for_each_row_range`] through `&dyn Fn` (compiled once; see [`for_each_chunk_mut`]).
+fn row_ranges(rows: usize, row_len: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
     let work = rows.saturating_mul(row_len.max(1));
-    // One `dyn` closure for every path, as in `for_each_chunk_mut`.
-    let f: &(dyn Fn(Range<usize>) + Sync) = &f;
     // The threshold first: reading the pool takes a lock (a fifth of a small reduction).
     if rows <= 1 || work < parallel_threshold() {
         return f(0..rows);
@@ -188,16 +192,21 @@ pub(crate) fn task_count(work: usize, min_per_task: usize) -> usize {
 /// Splits `0..n` into `tasks` contiguous ranges of nearly equal length (each a multiple of
 /// `align` elements except the last) and calls `f(task_index, range)` on each, on the pool when
 /// `tasks > 1`.
+#[inline(always)]
 pub(crate) fn for_each_split(
     n: usize,
     tasks: usize,
     align: usize,
     f: impl Fn(usize, Range<usize>) + Sync,
 ) {
+    split_in_ranges(n, tasks, align, &f)
+}
+
+/// [`for_each_split`] through `&dyn Fn` (compiled once; see [`for_each_chunk_mut`]).
+fn split_in_ranges(n: usize, tasks: usize, align: usize, f: &(dyn Fn(usize, Range<usize>) + Sync)) {
     let align = align.max(1);
     let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
     let tasks = n.div_ceil(per).max(1);
-    // One `dyn` closure for both paths, as in `for_each_chunk_mut`.
     let run: &(dyn Fn(usize) + Sync) = &|t| f(t, t * per..((t + 1) * per).min(n));
     if tasks == 1 {
         return run(0);
@@ -337,17 +346,28 @@ unsafe impl Send for RunPtr {}
 /// Splits `out` into `tasks` contiguous chunks of nearly equal length (multiples of `align`
 /// elements except the last) and calls `f(element_range, chunk)` on each, on the pool when
 /// `tasks > 1`. The chunks are disjoint, so `f` can write its chunk without synchronisation.
+///
+/// `f` is called through `&dyn Fn`, once per chunk: the splitting is compiled once per element
+/// type, not once per kernel, and `f`, a whole kernel inlined, once for both paths.
+#[inline(always)]
 pub(crate) fn for_each_chunk_mut<T: Send>(
     out: &mut [T],
     tasks: usize,
     align: usize,
     f: impl Fn(Range<usize>, &mut [T]) + Sync,
 ) {
+    chunks_in_ranges(out, tasks, align, &f)
+}
+
+fn chunks_in_ranges<T: Send>(
+    out: &mut [T],
+    tasks: usize,
+    align: usize,
+    f: &(dyn Fn(Range<usize>, &mut [T]) + Sync),
+) {
     let n = out.len();
     let align = align.max(1);
     let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
-    // One `dyn` closure for the serial and the parallel path: `f`, a whole kernel inlined,
-    // is compiled once instead of twice.
     let run: &(dyn Fn(usize, &mut [T]) + Sync) =
         &|t, chunk| f(t * per..t * per + chunk.len(), chunk);
     if per >= n {

@@ -63,7 +63,8 @@ pub(crate) fn for_each_segment<const M: usize>(
 /// kernel, each compile just the loop over it.
 pub(crate) struct Segments<'a, const M: usize> {
     rows: RowStarts<'a, M>,
-    strides: [usize; M],
+    /// Every operand's step along the rows.
+    pub(crate) strides: [usize; M],
     /// The walk's row length.
     len: usize,
     /// The element range still to cover.
@@ -93,6 +94,7 @@ impl<'a, const M: usize> Segments<'a, M> {
 impl<const M: usize> Iterator for Segments<'_, M> {
     type Item = ([usize; M], usize);
 
+    #[inline]
     fn next(&mut self) -> Option<([usize; M], usize)> {
         let mut at = self.rows.next()?;
         let row_start = self.row * self.len;
@@ -109,30 +111,44 @@ impl<const M: usize> Iterator for Segments<'_, M> {
 /// A fresh row-major buffer for `layouts[0]` (the output: contiguous from offset 0), filled by
 /// `row(out_segment, starts, strides)` where `starts`/`strides` give every operand's position
 /// and step for that segment (operand 0's are the output's and can be ignored).
+///
+/// The engine is compiled once per output type and operand count, not once per kernel: it
+/// calls the kernel through `&dyn Fn` once per parallel chunk, with the chunk's [`Segments`],
+/// over which the kernel's own loop (inlined here, with `row`) runs.
+#[inline(always)]
 pub(crate) fn build<O: Send, const M: usize>(
     layouts: [&Layout; M],
     row: impl Fn(&mut [MaybeUninit<O>], [usize; M], [usize; M]) + Sync,
 ) -> Vec<O> {
+    build_rows(layouts, &|chunk, segments| {
+        let strides = segments.strides;
+        let mut done = 0;
+        for (starts, len) in segments {
+            row(&mut chunk[done..done + len], starts, strides);
+            done += len;
+        }
+        assert_eq!(done, chunk.len(), "a walk covers its element range");
+    })
+}
+
+/// [`build`]'s engine: `chunk(part, segments)` must write every slot of `part`.
+fn build_rows<O: Send, const M: usize>(
+    layouts: [&Layout; M],
+    chunk: &(dyn Fn(&mut [MaybeUninit<O>], Segments<'_, M>) + Sync),
+) -> Vec<O> {
     let n = layouts[0].numel();
     debug_assert!(layouts[0].is_contiguous() && layouts[0].offset() == 0);
     let walk = walk_in_logical_order(layouts);
-    let strides = walk.inner_strides();
     let mut out = take_buffer::<O>(n);
     for_each_chunk_mut(
         &mut out.spare_capacity_mut()[..n],
         task_count(n, MIN_TASK),
         ALIGN,
-        |range, chunk| {
-            let mut done = 0;
-            for_each_segment(&walk, range, |starts, len| {
-                row(&mut chunk[done..done + len], starts, strides);
-                done += len;
-            });
-            assert_eq!(done, chunk.len(), "a walk covers its element range");
-        },
+        |range, part| chunk(part, Segments::new(&walk, range)),
     );
-    // SAFETY: the chunks cover `0..n` exactly once; within each, the segments of the walk cover
-    // the chunk exactly (asserted above) and every row loop writes every slot of its segment.
+    // SAFETY: the chunks cover `0..n` exactly once, and `chunk` writes every slot of each
+    // (`build`'s closure: the segments of the walk cover the chunk exactly, asserted there,
+    // and every row loop writes every slot of its segment).
     unsafe { out.set_len(n) };
     out
 }
@@ -236,10 +252,24 @@ impl<E> SendPtr<E> {
 ///
 /// The caller guarantees that `layouts[0]` has no stride-0 dim of size > 1 and lies within
 /// `dst`. When the layout is provably non-overlapping, segments run in parallel.
+///
+/// `row` is called through `&dyn Fn`, once per segment, as in [`build`].
+#[inline(always)]
 pub(crate) fn apply<E: Copy + Send, const M: usize>(
     dst: &mut [E],
     layouts: [&Layout; M],
     row: impl Fn(RowMut<'_, E>, [usize; M], [usize; M]) + Sync,
+) {
+    apply_rows(dst, layouts, &row)
+}
+
+/// A row loop of [`apply`]: the destination run, every operand's start and step.
+type ApplyRow<'f, E, const M: usize> = dyn Fn(RowMut<'_, E>, [usize; M], [usize; M]) + Sync + 'f;
+
+fn apply_rows<E: Copy + Send, const M: usize>(
+    dst: &mut [E],
+    layouts: [&Layout; M],
+    row: &ApplyRow<'_, E, M>,
 ) {
     let l0 = layouts[0];
     let n = l0.numel();
@@ -335,8 +365,8 @@ fn write_converted<U: Element, O: Element>(out: &mut [MaybeUninit<O>], ys: &[U])
 }
 
 /// `out[i] = f(src[start + i * stride])`, loading `S` as `T` and storing `U` as `O`, under
-/// the instruction set `isa` (see [`vectorized_for`](super::vmath::vectorized_for)), with
-/// non-temporal stores if `stream` (see [`super::stream`]).
+/// the instruction set `isa` (see [`vectorized_for`](super::vmath::vectorized_for)), stored
+/// as `store` says (see [`super::stream`]).
 // Always inlined, so that inside `vmath::vectorized` its loops get the wider instructions.
 #[inline(always)]
 pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
@@ -346,10 +376,9 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
     stride: usize,
     f: &impl Fn(T) -> U,
     isa: Isa,
-    stream: bool,
+    store: Store,
 ) {
     let n = out.len();
-    let store = Store::choose(stream, isa);
     // The path is chosen by `const` conditions on the types, so that only the path a type
     // combination takes is compiled for it.
     if const { same_type::<S, T>() && same_type::<U, O>() } {
@@ -376,7 +405,7 @@ pub(crate) fn unary<S: Element, T: Element, U: Element, O: Element>(
         return;
     }
     if const { half_lines::fits_unary::<S, T, U, O>() }
-        && half_lines::unary(isa, stream, out, src, start, stride, f)
+        && half_lines::unary(isa, store, out, src, start, stride, f)
     {
         return;
     }
@@ -416,7 +445,7 @@ impl<'a, S: Element> In<'a, S> {
 }
 
 /// `out[i] = f(a[i], b[i])` over a segment, loading `A`/`B` as `T` and storing `U` as `O`,
-/// under `isa`, streamed if `stream` (as for [`unary`]).
+/// under `isa`, stored as `store` says (as for [`unary`]).
 // Always inlined, so that inside `vmath::vectorized` its loops get the wider instructions.
 #[inline(always)]
 pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>(
@@ -425,10 +454,9 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
     b: In<'_, B>,
     f: &impl Fn(T, T) -> U,
     isa: Isa,
-    stream: bool,
+    store: Store,
 ) {
     let n = out.len();
-    let store = Store::choose(stream, isa);
     // Paths chosen by `const` conditions, as in `unary`.
     if const { same_type::<A, T>() && same_type::<B, T>() && same_type::<U, O>() } {
         let (Some(x), Some(y), Some(out)) = (
@@ -470,7 +498,7 @@ pub(crate) fn binary<A: Element, B: Element, T: Element, U: Element, O: Element>
         return;
     }
     if const { half_lines::fits_binary::<A, B, T, U, O>() }
-        && half_lines::binary(isa, stream, out, a, b, f)
+        && half_lines::binary(isa, store, out, a, b, f)
     {
         return;
     }

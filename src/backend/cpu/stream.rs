@@ -15,13 +15,22 @@
 //! - Every streamed line starts at a 64-byte aligned address inside the output slice; the
 //!   elements before the first such address and after the last whole line are written with
 //!   plain stores.
-//! - Non-temporal stores are weakly ordered: [`map_into`] and [`zip_into`] end with a store
-//!   fence whenever they streamed, before they return, so the writes are ordered before
-//!   whatever publishes the buffer to other threads (the end of a rayon task).
+//! - Non-temporal stores are weakly ordered: [`write_blocks`] (under [`map_into`] and
+//!   [`zip_into`]) ends with a store fence whenever it streamed, before it returns, so the
+//!   writes are ordered before whatever publishes the buffer to other threads (the end of a
+//!   rayon task).
+//!
+//! # One streamed copy for every kernel
+//! A streamed output is computed a block at a time into an L1-resident stack buffer by the
+//! kernel's ordinary loop, and each block is then stored with [`stream_copy`], compiled once
+//! per instruction set. So a kernel is compiled once for both stores, at its own instruction
+//! set, instead of once more as an AVX copy that writes lines from registers; the block's
+//! second pass runs in L1, beside a loop bound by memory (BENCHMARKS.md, session 22).
 
 use super::env_setting;
 use super::vmath::Isa;
 use std::mem::MaybeUninit;
+use std::ops::Range;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -67,8 +76,8 @@ pub fn streaming_threshold() -> usize {
 pub(crate) enum Store {
     /// Plain stores through the cache.
     Cached,
-    /// Whole 64-byte lines with non-temporal stores of this instruction set (never
-    /// [`Isa::Baseline`]).
+    /// Whole 64-byte lines with non-temporal stores of this instruction set
+    /// ([`Store::for_output`] never picks [`Isa::Baseline`], whose "stream" is a plain copy).
     Streamed(Isa),
 }
 
@@ -78,15 +87,159 @@ impl Store {
         numel.saturating_mul(size_of::<O>()) >= streaming_threshold()
     }
 
-    /// Streamed with `isa` when `stream` and `isa` has 32-byte or wider stores, else cached.
-    #[inline(always)]
-    pub(crate) fn choose(stream: bool, isa: Isa) -> Store {
-        if stream && isa != Isa::Baseline {
-            Store::Streamed(isa)
+    /// How an output of `numel` elements of `O` is stored: streamed when it is large enough
+    /// ([`Store::wanted`]) and the CPU has 32-byte or wider stores, else cached.
+    pub(crate) fn for_output<O>(numel: usize) -> Store {
+        if Self::wanted::<O>(numel) {
+            match super::vmath::widest() {
+                Isa::Baseline => Store::Cached,
+                isa => Store::Streamed(isa),
+            }
         } else {
             Store::Cached
         }
     }
+}
+
+/// Bytes of the stack block a streamed output is computed into before it is stored: small
+/// enough to stay in L1 beside the inputs.
+const BLOCK_BYTES: usize = 1024;
+
+/// A 64-byte aligned stack block of [`BLOCK_BYTES`].
+#[repr(C, align(64))]
+struct Block([MaybeUninit<u8>; BLOCK_BYTES]);
+
+impl Block {
+    /// The block as uninitialised elements of `O` (as many as fit).
+    fn as_elements<O>(&mut self) -> &mut [MaybeUninit<O>] {
+        const { assert!(align_of::<O>() <= 64 && size_of::<O>() > 0) };
+        // SAFETY: the block is 64-byte aligned, so aligned for `O` (asserted above), and holds
+        // `BLOCK_BYTES / size_of::<O>()` whole elements; `MaybeUninit` has no validity
+        // requirement, and the result borrows the block exclusively.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.0.as_mut_ptr().cast::<MaybeUninit<O>>(),
+                BLOCK_BYTES / size_of::<O>(),
+            )
+        }
+    }
+}
+
+/// `elements` as its bytes.
+fn bytes_of<O>(elements: &[MaybeUninit<O>]) -> &[MaybeUninit<u8>] {
+    // SAFETY: the same memory, read as bytes; every byte pattern is a valid `MaybeUninit<u8>`.
+    unsafe { std::slice::from_raw_parts(elements.as_ptr().cast(), size_of_val(elements)) }
+}
+
+/// `elements` as its bytes, writable.
+fn bytes_of_mut<O>(elements: &mut [MaybeUninit<O>]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: as in `bytes_of`; `O: Copy` elements written as bytes are valid once every
+    // byte of each is written, which the callers do (whole elements only).
+    unsafe { std::slice::from_raw_parts_mut(elements.as_mut_ptr().cast(), size_of_val(elements)) }
+}
+
+/// Fills `out` with `fill(part, range)`, which writes every slot of `part` with the elements
+/// `range` of the result. Cached: one call on `out` itself. Streamed: a call per L1-sized
+/// block of a stack buffer, each block then copied to `out` with non-temporal stores
+/// ([`stream_copy`]), the first block ending where `out`'s first whole line begins.
+///
+/// `fill` is called from one place, so a kernel inlined into it is compiled once for both
+/// stores; the blocks ([`Blocks`]) and the streamed copy are compiled once per element type
+/// and instruction set, shared by every kernel, so a kernel needs no copy of itself under AVX
+/// to stream.
+#[inline(always)]
+pub(crate) fn write_blocks<O: Copy>(
+    store: Store,
+    out: &mut [MaybeUninit<O>],
+    fill: impl Fn(&mut [MaybeUninit<O>], Range<usize>),
+) {
+    let mut blocks = Blocks::new(store, out);
+    while let Some((part, range)) = blocks.next() {
+        fill(part, range);
+    }
+}
+
+/// The parts of an output that [`write_blocks`] hands to its kernel, one at a time.
+struct Blocks<'a, O> {
+    store: Store,
+    out: &'a mut [MaybeUninit<O>],
+    /// The part handed out last: `out[at..at + len]` (`len == 0` before the first and after
+    /// the last).
+    at: usize,
+    len: usize,
+    block: Block,
+}
+
+impl<'a, O: Copy> Blocks<'a, O> {
+    fn new(store: Store, out: &'a mut [MaybeUninit<O>]) -> Self {
+        Blocks {
+            store,
+            out,
+            at: 0,
+            len: 0,
+            block: Block([MaybeUninit::uninit(); BLOCK_BYTES]),
+        }
+    }
+
+    /// Stores the part handed out last (when streamed), then hands out the next: the slots
+    /// to fill and the range of `out` they stand for. After the last part it fences (when
+    /// streamed) and returns `None`.
+    #[allow(clippy::should_implement_trait)] // lends from `self`: not an `Iterator`
+    fn next(&mut self) -> Option<(&mut [MaybeUninit<O>], Range<usize>)> {
+        let n = self.out.len();
+        let at = self.at + self.len;
+        if let Store::Streamed(isa) = self.store
+            && self.len > 0
+        {
+            let part = &mut self.out[self.at..at];
+            stream_copy(
+                isa,
+                bytes_of(&self.block.as_elements::<O>()[..self.len]),
+                bytes_of_mut(part),
+            );
+        }
+        (self.at, self.len) = (at, 0);
+        if at >= n {
+            if at > 0 && self.store != Store::Cached {
+                fence();
+            }
+            return None;
+        }
+        let m = match self.store {
+            Store::Cached => n - at,
+            // The elements before `out`'s first 64-byte boundary first (a whole number: the
+            // size of `O` divides 64 whenever lines are streamed, see `stream_copy`).
+            Store::Streamed(_) if at == 0 && !(self.out.as_ptr() as usize).is_multiple_of(64) => {
+                ((self.out.as_ptr() as usize).wrapping_neg() % 64 / size_of::<O>()).min(n)
+            }
+            Store::Streamed(_) => (BLOCK_BYTES / size_of::<O>()).min(n - at),
+        };
+        self.len = m;
+        let part = match self.store {
+            Store::Cached => &mut self.out[at..at + m],
+            Store::Streamed(_) => &mut self.block.as_elements::<O>()[..m],
+        };
+        Some((part, at..at + m))
+    }
+}
+
+/// Copies `src` to `dst` (equal lengths), each whole 64-byte line of `dst` with
+/// non-temporal stores of `isa`, the bytes before the first and after the last with plain
+/// ones. Not inlined: one copy serves every kernel.
+#[inline(never)]
+fn stream_copy(isa: Isa, src: &[MaybeUninit<u8>], dst: &mut [MaybeUninit<u8>]) {
+    assert_eq!(src.len(), dst.len(), "a streamed copy has equal lengths");
+    let n = dst.len();
+    let head = ((dst.as_ptr() as usize).wrapping_neg() % 64).min(n);
+    let lines = (n - head) / 64;
+    let body = head..head + lines * 64;
+    dst[..head].copy_from_slice(&src[..head]);
+    let (to, from) = (dst[body.clone()].as_mut_ptr(), src[body.clone()].as_ptr());
+    // SAFETY: the lines lie inside both slices (`body` is in range, indexed above), which are
+    // distinct borrows; `dst[head..]` starts on a 64-byte boundary; `isa` came from
+    // `vmath::widest`, which checked the CPU (see `Isa`).
+    unsafe { stream_lines(isa, to.cast(), from.cast(), lines) };
+    dst[body.end..].copy_from_slice(&src[body.end..]);
 }
 
 /// `out[i] = f(x[i])`.
@@ -97,15 +250,16 @@ pub(crate) fn map_into<T: Copy, O: Copy>(
     x: &[T],
     f: impl Fn(T) -> O,
 ) {
-    // The second operand is the first again: its loads are the same addresses, which the
-    // compiler merges.
-    zip_into(
+    let x = &x[..out.len()];
+    write_blocks(
         store,
         out,
-        x,
-        x,
         #[inline(always)]
-        |p, _| f(p),
+        |part, range| {
+            for (o, &p) in part.iter_mut().zip(&x[range]) {
+                o.write(f(p));
+            }
+        },
     )
 }
 
@@ -119,32 +273,16 @@ pub(crate) fn zip_into<A: Copy, B: Copy, O: Copy>(
     f: impl Fn(A, B) -> O,
 ) {
     let (x, y) = (&x[..out.len()], &y[..out.len()]);
-    macro_rules! lines {
-        ($n:literal) => {
-            write_lines::<O, $n>(
-                store,
-                out,
-                #[inline(always)]
-                |i, m| zip_line(line_of::<A, $n>(x, i, m), line_of::<B, $n>(y, i, m), &f),
-            )
-        };
-    }
-    // The line width is chosen by `const` conditions, so that only the one `write_lines` an
-    // element size needs is compiled (a branch on a run-time value would instantiate all four).
-    if matches!(store, Store::Streamed(_)) {
-        if const { size_of::<O>() == 4 } {
-            return lines!(16);
-        } else if const { size_of::<O>() == 8 } {
-            return lines!(8);
-        } else if const { size_of::<O>() == 2 } {
-            return lines!(32);
-        } else if const { size_of::<O>() == 1 } {
-            return lines!(64);
-        }
-    }
-    for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
-        o.write(f(p, q));
-    }
+    write_blocks(
+        store,
+        out,
+        #[inline(always)]
+        |part, range| {
+            for ((o, &p), &q) in part.iter_mut().zip(&x[range.clone()]).zip(&y[range]) {
+                o.write(f(p, q));
+            }
+        },
+    )
 }
 
 /// `[f(xs[0]), f(xs[1]), …]`, as a plain loop that is always inlined (`array::map` with a
@@ -188,89 +326,52 @@ pub(crate) fn line_of<T: Copy, const N: usize>(x: &[T], i: usize, m: usize) -> [
 }
 
 /// Writes `out` a line of `N` elements at a time: `line(i, m)` gives elements `i..i + m` in
-/// its first `m` lanes (`m < N` only for the first and last, partial lines; the other lanes
-/// are ignored). Streamed stores write every whole line that starts on a 64-byte boundary
-/// with non-temporal stores (`N · size_of::<O>()` must then be 64) and fence at the end;
-/// cached stores write plain lines from the start of `out`.
+/// its first `m` lanes (`m < N` only for the last, partial line; the other lanes are
+/// ignored). `line` is called from one place, so it is compiled once.
 #[inline(always)]
 pub(crate) fn write_lines<O: Copy, const N: usize>(
-    store: Store,
     out: &mut [MaybeUninit<O>],
     line: impl Fn(usize, usize) -> [O; N],
 ) {
     let n = out.len();
-    let head = match store {
-        Store::Cached => 0,
-        Store::Streamed(_) => {
-            assert_eq!(N * size_of::<O>(), 64, "a streamed line is 64 bytes");
-            // `out` is aligned to `O`, whose size divides 64, so whole elements reach the
-            // boundary.
-            let misaligned = out.as_ptr() as usize % 64;
-            if misaligned == 0 {
-                0
-            } else {
-                ((64 - misaligned) / size_of::<O>()).min(n)
+    let mut i = 0;
+    while i < n {
+        let m = N.min(n - i);
+        let values = line(i, m);
+        if m == N {
+            for (o, v) in out[i..i + N].iter_mut().zip(values) {
+                o.write(v);
             }
-        }
-    };
-    let lines = (n - head) / N;
-    let body = head..head + lines * N;
-    let write_part = |out: &mut [MaybeUninit<O>], i: usize| {
-        let m = out.len();
-        if m > 0 {
-            for (o, &v) in out.iter_mut().zip(&line(i, m)) {
+        } else {
+            for (o, &v) in out[i..i + m].iter_mut().zip(&values) {
                 o.write(v);
             }
         }
-    };
-    write_part(&mut out[..head], 0);
-    for i in body.clone().step_by(N) {
-        let values = line(i, N);
-        match store {
-            Store::Cached => {
-                for (o, v) in out[i..i + N].iter_mut().zip(values) {
-                    o.write(v);
-                }
-            }
-            // SAFETY: `i + N <= n`, so the line lies inside `out`; `out[head..]` starts on a
-            // 64-byte boundary and each line is 64 bytes (asserted above), so every line is
-            // aligned; `isa` came from `vectorized_for`, which checked the CPU (see `Isa`).
-            Store::Streamed(isa) => unsafe {
-                stream_line(isa, out.as_mut_ptr().add(i).cast::<u8>(), &values)
-            },
-        }
-    }
-    write_part(&mut out[body.end..], body.end);
-    if lines > 0 && store != Store::Cached {
-        fence();
+        i += m;
     }
 }
 
-/// Stores the 64 bytes of `values` at `dst` with non-temporal stores.
+/// Stores `lines` 64-byte lines from `src` at `dst` with non-temporal stores of `isa`.
 ///
 /// # Safety
-/// `dst` is 64-byte aligned and valid for 64 bytes of writes; `values` is 64 bytes; the CPU
-/// has the instructions of `isa`.
-#[inline(always)]
-unsafe fn stream_line<V>(isa: Isa, dst: *mut u8, values: &V) {
-    debug_assert_eq!(size_of::<V>(), 64);
-    debug_assert_eq!(dst as usize % 64, 0);
-    let src = (values as *const V).cast::<u8>();
+/// `dst` is 64-byte aligned and valid for `64 · lines` bytes of writes; `src` is valid for as
+/// many reads and does not overlap `dst`; the CPU has the instructions of `isa`.
+unsafe fn stream_lines(isa: Isa, dst: *mut u8, src: *const u8, lines: usize) {
+    debug_assert!(lines == 0 || (dst as usize).is_multiple_of(64));
     #[cfg(target_arch = "x86_64")]
     match isa {
-        // SAFETY: the caller's contract (alignment, size, CPU features).
-        Isa::Avx512 => unsafe { x86::stream64_avx512(dst, src) },
+        // SAFETY: the caller's contract (alignment, sizes, CPU features).
+        Isa::Avx512 => unsafe { x86::stream_lines_avx512(dst, src, lines) },
         // SAFETY: as above.
-        Isa::Avx2 => unsafe { x86::stream64_avx(dst, src) },
-        // SAFETY: `dst` is valid for 64 bytes and `src` holds 64; they cannot overlap (one is
-        // a local value).
-        Isa::Baseline => unsafe { std::ptr::copy_nonoverlapping(src, dst, 64) },
+        Isa::Avx2 => unsafe { x86::stream_lines_avx(dst, src, lines) },
+        // SAFETY: valid and disjoint for `64 · lines` bytes (the contract).
+        Isa::Baseline => unsafe { std::ptr::copy_nonoverlapping(src, dst, 64 * lines) },
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = isa;
         // SAFETY: as above.
-        unsafe { std::ptr::copy_nonoverlapping(src, dst, 64) }
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, 64 * lines) }
     }
 }
 
@@ -308,29 +409,54 @@ pub(crate) mod x86 {
             _mm256_stream_si256(dst.add(32).cast(), _mm256_loadu_si256(src.add(32).cast()));
         }
     }
+
+    /// `lines` 64-byte lines, as [`stream64_avx512`] each.
+    ///
+    /// # Safety
+    /// `dst` 64-byte aligned and writable for `64 · lines` bytes, `src` readable for as many
+    /// and disjoint from it; AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn stream_lines_avx512(dst: *mut u8, src: *const u8, lines: usize) {
+        for k in 0..lines {
+            // SAFETY: line `k` is inside both ranges (the contract).
+            unsafe { stream64_avx512(dst.add(64 * k), src.add(64 * k)) }
+        }
+    }
+
+    /// `lines` 64-byte lines, as [`stream64_avx`] each.
+    ///
+    /// # Safety
+    /// As for [`stream_lines_avx512`], with AVX.
+    #[target_feature(enable = "avx")]
+    pub(crate) unsafe fn stream_lines_avx(dst: *mut u8, src: *const u8, lines: usize) {
+        for k in 0..lines {
+            // SAFETY: as above.
+            unsafe { stream64_avx(dst.add(64 * k), src.add(64 * k)) }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu::vmath::vectorized_for;
+    use crate::backend::cpu::vmath::widest;
 
     /// Every element of every length and misalignment is written once with the right value,
-    /// streamed or not.
+    /// streamed or not, across several blocks.
     #[test]
     fn streamed_rows_match_a_plain_loop_at_every_offset_and_length() {
-        let x: Vec<f32> = (0..700).map(|i| i as f32 * 0.5 - 3.0).collect();
-        let y: Vec<f64> = (0..700).map(|i| (i * i) as f64).collect();
-        for stream in [false, true] {
+        let x: Vec<f32> = (0..5000).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let y: Vec<f64> = (0..5000).map(|i| (i * i) as f64).collect();
+        let streamed = match widest() {
+            Isa::Baseline => Store::Cached,
+            isa => Store::Streamed(isa),
+        };
+        for store in [Store::Cached, streamed, Store::Streamed(Isa::Baseline)] {
             for offset in 0..17 {
-                for len in [0, 1, 5, 15, 16, 17, 31, 64, 100, 333, 683] {
+                for len in [0, 1, 5, 15, 16, 17, 31, 64, 100, 333, 683, 1024, 1500, 4999] {
                     let mut buf = vec![MaybeUninit::<f32>::uninit(); offset + len];
                     let out = &mut buf[offset..];
-                    vectorized_for(|isa| {
-                        zip_into(Store::choose(stream, isa), out, &x, &y, |a, b| {
-                            a * 2.0 + b as f32
-                        })
-                    });
+                    zip_into(store, out, &x, &y, |a, b| a * 2.0 + b as f32);
                     for (i, o) in out.iter().enumerate() {
                         // SAFETY: written above (asserted element by element here).
                         let got = unsafe { o.assume_init() };
@@ -338,9 +464,7 @@ mod tests {
                     }
                     let mut bytes = vec![MaybeUninit::<u8>::uninit(); offset + len];
                     let out = &mut bytes[offset..];
-                    vectorized_for(|isa| {
-                        map_into(Store::choose(stream, isa), out, &x, |a| a as u8)
-                    });
+                    map_into(store, out, &x, |a| a as u8);
                     for (i, o) in out.iter().enumerate() {
                         // SAFETY: as above.
                         assert_eq!(unsafe { o.assume_init() }, x[i] as u8);

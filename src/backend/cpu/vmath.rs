@@ -9,8 +9,9 @@
 
 /// The vector instruction set a [`vectorized_for`] closure runs under.
 ///
-/// Invariant: a value other than `Baseline` is only made by [`vectorized_for`], after checking
-/// that the CPU has every feature of that set, so code handed one may use those instructions.
+/// Invariant: a value other than `Baseline` is only made by [`vectorized_for`] and [`widest`],
+/// after checking that the CPU has every feature of that set, so code handed one may use
+/// those instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Isa {
     /// AVX-512 F/VL/DQ/BW with AVX2, FMA and F16C.
@@ -52,25 +53,15 @@ pub(crate) fn vectorized_for<R>(f: impl FnOnce(Isa) -> R) -> R {
     f(Isa::Baseline)
 }
 
-/// `vectorized_if!(WIDE, stream, |isa| body)` runs `body`:
-/// - inside [`vectorized_for`] (AVX-512, AVX2 or the baseline) when the constant expression
-///   `WIDE` holds;
-/// - else, when `stream`, inside [`vectorized_avx2`]: a loop that streams its output needs
-///   32-byte stores (see [`super::stream`]), and AVX2 is as fast as AVX-512 for a loop bound
-///   by memory;
-/// - else with `isa = Isa::Baseline` in the caller's (baseline) code.
-///
-/// `WIDE` is evaluated in a `const` block, so an instance compiles `body` three times when it
-/// holds and twice when not, instead of four times for both a wide and a baseline copy.
+/// `vectorized_if!(WIDE, |isa| body)` runs `body` inside [`vectorized_for`] (AVX-512, AVX2 or
+/// the baseline) when the constant expression `WIDE` holds, else with `isa = Isa::Baseline`
+/// in the caller's (baseline) code. `WIDE` is evaluated in a `const` block, so an instance
+/// compiles `body` three times when it holds and once when not. (A loop that streams its
+/// output needs no wide copy of itself: see [`super::stream`].)
 macro_rules! vectorized_if {
-    ($wide:expr, $stream:expr, |$isa:pat_param| $body:expr) => {{
+    ($wide:expr, |$isa:pat_param| $body:expr) => {{
         if const { $wide } {
             $crate::backend::cpu::vmath::vectorized_for(
-                #[inline(always)]
-                |$isa| $body,
-            )
-        } else if $stream {
-            $crate::backend::cpu::vmath::vectorized_avx2(
                 #[inline(always)]
                 |$isa| $body,
             )
@@ -82,16 +73,18 @@ macro_rules! vectorized_if {
 }
 pub(crate) use vectorized_if;
 
-/// `f` inside a function compiled for AVX2 + FMA + F16C when the CPU has them, else
-/// `f(Isa::Baseline)` (see [`vectorized_if`]).
-#[inline(always)]
-pub(crate) fn vectorized_avx2<R>(f: impl FnOnce(Isa) -> R) -> R {
+/// The widest instruction set this CPU has (the one [`vectorized_for`] runs under).
+pub(crate) fn widest() -> Isa {
     #[cfg(target_arch = "x86_64")]
-    if x86::has_avx2() {
-        // SAFETY: the CPU has every feature `with_avx2` is compiled for.
-        return unsafe { x86::with_avx2(f) };
+    {
+        if x86::has_avx512() {
+            return Isa::Avx512;
+        }
+        if x86::has_avx2() {
+            return Isa::Avx2;
+        }
     }
-    f(Isa::Baseline)
+    Isa::Baseline
 }
 
 #[cfg(target_arch = "x86_64")]
