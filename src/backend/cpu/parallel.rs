@@ -102,7 +102,6 @@ pub fn parallel_threshold() -> usize {
 
 /// Splits `rows` rows of `row_len` elements each into contiguous row ranges and calls `f` on
 /// each, in parallel when the work is large enough. `f` sees every row exactly once.
-#[allow(dead_code)] // first users: the reduction kernels
 #[inline(always)]
 pub(crate) fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<usize>) + Sync) {
     row_ranges(rows, row_len, &f)
@@ -148,7 +147,6 @@ fn chunks_on_pool<T: Send>(out: &mut [T], per: usize, f: &(dyn Fn(usize, &mut [T
 /// Splits `out` (a row-major buffer of `rows` rows of `row_len` elements) into row ranges and
 /// calls `f(row_range, chunk)` on each, in parallel when the work is large enough. The chunks
 /// are disjoint, so `f` can write its chunk without synchronisation.
-#[allow(dead_code)] // the pointwise kernels split by element ranges instead (`for_each_chunk_mut`)
 pub(crate) fn for_each_row_chunk<T: Send>(
     out: &mut [T],
     rows: usize,

@@ -253,7 +253,9 @@ impl<E> SendPtr<E> {
 /// The caller guarantees that `layouts[0]` has no stride-0 dim of size > 1 and lies within
 /// `dst`. When the layout is provably non-overlapping, segments run in parallel.
 ///
-/// `row` is called through `&dyn Fn`, once per segment, as in [`build`].
+/// The engine is compiled once per element type and operand count, as [`build`]'s; it calls
+/// `row` through `&dyn Fn` once per segment (in-place updates are rarer than fresh outputs,
+/// so their rows were not batched per chunk as `build`'s are).
 #[inline(always)]
 pub(crate) fn apply<E: Copy + Send, const M: usize>(
     dst: &mut [E],

@@ -133,8 +133,8 @@ fn bytes_of<O>(elements: &[MaybeUninit<O>]) -> &[MaybeUninit<u8>] {
 
 /// `elements` as its bytes, writable.
 fn bytes_of_mut<O>(elements: &mut [MaybeUninit<O>]) -> &mut [MaybeUninit<u8>] {
-    // SAFETY: as in `bytes_of`; `O: Copy` elements written as bytes are valid once every
-    // byte of each is written, which the callers do (whole elements only).
+    // SAFETY: as in `bytes_of`; the slots stay `MaybeUninit<O>`, so writing any bytes into
+    // them is sound (the callers copy whole elements, so each slot holds a whole `O`).
     unsafe { std::slice::from_raw_parts_mut(elements.as_mut_ptr().cast(), size_of_val(elements)) }
 }
 

@@ -38,19 +38,15 @@ pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
 /// instructions of that set explicitly (see [`super::stream`]).
 #[inline(always)]
 pub(crate) fn vectorized_for<R>(f: impl FnOnce(Isa) -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if x86::has_avx512() {
-            // SAFETY: the CPU has every feature `with_avx512` is compiled for (checked by
-            // `has_avx512` with the same list).
-            return unsafe { x86::with_avx512(f) };
-        }
-        if x86::has_avx2() {
-            // SAFETY: as above, for `with_avx2`.
-            return unsafe { x86::with_avx2(f) };
-        }
+    match widest() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `widest` found every feature `with_avx512` is compiled for (same list).
+        Isa::Avx512 => unsafe { x86::with_avx512(f) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for `with_avx2`.
+        Isa::Avx2 => unsafe { x86::with_avx2(f) },
+        _ => f(Isa::Baseline),
     }
-    f(Isa::Baseline)
 }
 
 /// `vectorized_if!(WIDE, |isa| body)` runs `body` inside [`vectorized_for`] (AVX-512, AVX2 or
@@ -73,7 +69,9 @@ macro_rules! vectorized_if {
 }
 pub(crate) use vectorized_if;
 
-/// The widest instruction set this CPU has (the one [`vectorized_for`] runs under).
+/// The widest instruction set this CPU has: the one [`vectorized_for`] runs under, and the
+/// one large outputs are streamed with (see [`super::stream`]).
+#[inline(always)]
 pub(crate) fn widest() -> Isa {
     #[cfg(target_arch = "x86_64")]
     {
