@@ -12,13 +12,6 @@
 //!   [`BackwardOptions::create_graph`] records itself and gives higher derivatives.
 //! - [`no_grad`] (thread-local) switches recording off, for evaluation and optimiser steps.
 //!
-//! # In-place writes
-//! Every storage counts its writes ([`Storage::version`](crate::Storage::version)); a saved
-//! tensor remembers the count, and a backward pass that would use elements overwritten since
-//! is an error naming the op. In-place ops (`exp_`, `add_`, `copy_`, …) on a tensor that
-//! requires grad, or with a source that does, are refused while grad mode is on: they are
-//! never differentiated into a wrong gradient. Write parameters inside [`no_grad`].
-//!
 //! ```
 //! use namedtensor::DynTensor;
 //! let w = DynTensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3]).requires_grad_(true);
@@ -26,11 +19,38 @@
 //! loss.backward();
 //! assert_eq!(w.grad().unwrap().to_vec(), vec![2.0, 4.0, 6.0]);
 //! ```
+//!
+//! # In-place writes
+//! In-place ops (`relu_`, `add_`, `copy_`, `fill_`, `index_add_`, …) on a tensor made by a
+//! recorded op are recorded as PyTorch records them: the tensor continues from a node of the
+//! op, so its gradient is the out-of-place form's. A write through a view changes the
+//! viewed tensor too, which continues from a `CopySlices` node (the gradient of the
+//! overwritten elements goes through the op, the rest passes through), and the other views of
+//! it follow. Every storage counts its writes ([`Storage::version`](crate::Storage::version));
+//! a node that saved a tensor remembers the count, and a backward pass that would read
+//! elements overwritten since is an error naming that node. A leaf that requires grad (or a
+//! view of one) is written only inside [`no_grad`]: update parameters there. Writing a tensor
+//! that requires grad into one that does not is refused: use the out-of-place form.
+//!
+//! ```
+//! use namedtensor::DynTensor;
+//! let x = DynTensor::from_vec(vec![1.0f64, -2.0, 3.0], &[3]).requires_grad_(true);
+//! let h = &x * 2.0;
+//! h.narrow(0, 1, 2).relu_();               // h = [2, 0, 6]
+//! (&h * &h).sum().backward();              // Σ h²
+//! assert_eq!(x.grad().unwrap().to_vec(), vec![8.0, 0.0, 24.0]);
+//!
+//! let y = x.exp();                         // saves its output
+//! y.mul_scalar_(2.0);                      // overwrites it
+//! let err = y.sum().try_backward().unwrap_err();
+//! assert!(err.to_string().contains("`exp`"));
+//! ```
 
 mod any;
 mod engine;
 mod formulas;
 mod hook;
+mod inplace;
 mod mode;
 mod node;
 mod record;
@@ -50,5 +70,6 @@ pub(crate) use formulas::{
     normalize, pick, pnorm, reduce, root, same_op, scatter_add, select, softmax, unary, view,
     view_grad::ViewGrad,
 };
+pub(crate) use inplace::{record_inplace, view_of};
 pub(crate) use node::Meta;
-pub(crate) use record::{check_inplace, tracks};
+pub(crate) use record::{check_inplace, inplace_recorded, tracks};

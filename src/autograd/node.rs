@@ -14,6 +14,7 @@
 use super::any::AnyTensor;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
+use crate::layout::Layout;
 use crate::tensor::DynTensor;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
@@ -81,10 +82,6 @@ impl Node {
         })
     }
 
-    pub(crate) fn is_accumulate(&self) -> bool {
-        matches!(self.kind, NodeKind::Accumulate { .. })
-    }
-
     pub(crate) fn key(self: &Arc<Node>) -> usize {
         Arc::as_ptr(self) as usize
     }
@@ -128,25 +125,128 @@ pub(crate) enum Meta {
     /// A tensor made by the user with `requires_grad_(true)`.
     Leaf { node: Arc<Node> },
     /// The output of a recorded op.
-    Interior {
-        grad_fn: Arc<Node>,
-        retained: OnceLock<Arc<GradSlot>>,
-    },
+    Interior(Interior),
+}
+
+/// The graph membership of a tensor made by a recorded op. In-place ops rebase it: they
+/// replace the node its gradient goes to, seen by every handle of the tensor.
+pub(crate) struct Interior {
+    history: Mutex<History>,
+    retained: OnceLock<Arc<GradSlot>>,
+    /// Set for a recorded view of a tensor that requires grad.
+    pub(crate) view: Option<Box<ViewOf>>,
+}
+
+/// The node an interior tensor's gradient goes to, and the generation it belongs to: for a
+/// tensor that is not a view, how many in-place ops rebased it; for a view, its base's
+/// generation when the node was made (a view whose base was rebased since gets a fresh node).
+struct History {
+    grad_fn: Arc<Node>,
+    generation: u64,
+}
+
+/// Where a view sits in the tensor it was made from; an in-place write through the view
+/// rebases that base, and a rebased base makes its views' nodes stale.
+pub(crate) struct ViewOf {
+    /// The tensor viewed, following views of views to the first that is not a view.
+    pub(crate) base: Arc<Meta>,
+    /// The base's layout in the storage the view shares.
+    pub(crate) base_layout: Layout,
+    /// The view's own layout in that storage.
+    pub(crate) layout: Layout,
+    /// [`ViewOf::rel`], worked out when first needed (an in-place write, a rebased base):
+    /// most views are never written through.
+    rel: OnceLock<Option<Layout>>,
+    /// Makes the node of the view from the base's current node (typed at the view's
+    /// creation, where the element type is known).
+    pub(crate) node_from_base: fn(&Arc<Node>, &ViewOf, &GradInfo) -> Arc<Node>,
+}
+
+impl ViewOf {
+    pub(crate) fn new(
+        base: Arc<Meta>,
+        base_layout: Layout,
+        layout: Layout,
+        node_from_base: fn(&Arc<Node>, &ViewOf, &GradInfo) -> Arc<Node>,
+    ) -> ViewOf {
+        ViewOf {
+            base,
+            base_layout,
+            layout,
+            rel: OnceLock::new(),
+            node_from_base,
+        }
+    }
+
+    /// The view's elements as a view of a contiguous tensor of the base's shape
+    /// ([`Layout::relative_to`]); `None` for an `as_strided` view that has no such form, and
+    /// for a view in which several indices reach one element (no place to embed a gradient
+    /// in; writes into it are refused anyway).
+    pub(crate) fn rel(&self) -> Option<&Layout> {
+        self.rel
+            .get_or_init(|| {
+                self.layout
+                    .relative_to(&self.base_layout)
+                    .filter(|r| !r.has_internal_overlap())
+            })
+            .as_ref()
+    }
 }
 
 impl Meta {
     pub(crate) fn interior(grad_fn: Arc<Node>) -> Arc<Meta> {
-        Arc::new(Meta::Interior {
-            grad_fn,
+        Meta::with_view(grad_fn, None)
+    }
+
+    /// An interior tensor made by `grad_fn`, a view when `view` is set.
+    pub(crate) fn with_view(grad_fn: Arc<Node>, view: Option<ViewOf>) -> Arc<Meta> {
+        let generation = view.as_ref().map_or(0, |v| v.base.current().1);
+        Arc::new(Meta::Interior(Interior {
+            history: Mutex::new(History {
+                grad_fn,
+                generation,
+            }),
             retained: OnceLock::new(),
-        })
+            view: view.map(Box::new),
+        }))
     }
 
     /// The node a gradient for this tensor goes to.
-    pub(crate) fn node(&self) -> &Arc<Node> {
+    pub(crate) fn node(&self) -> Arc<Node> {
         match self {
-            Meta::Leaf { node } => node,
-            Meta::Interior { grad_fn, .. } => grad_fn,
+            Meta::Leaf { node } => Arc::clone(node),
+            Meta::Interior(i) => {
+                let mut h = lock(&i.history);
+                if let Some(v) = &i.view {
+                    // Lock order: a view, then its base (a base is never a view).
+                    let (base, generation) = v.base.current();
+                    if generation != h.generation {
+                        let fresh = (v.node_from_base)(&base, v, &h.grad_fn.output);
+                        h.replace(fresh, &i.retained);
+                        h.generation = generation;
+                    }
+                }
+                Arc::clone(&h.grad_fn)
+            }
+        }
+    }
+
+    /// The name of the node that made this tensor's value (`None` for a leaf).
+    pub(crate) fn grad_fn_name(&self) -> Option<&'static str> {
+        match self {
+            Meta::Leaf { .. } => None,
+            Meta::Interior(_) => Some(self.node().name),
+        }
+    }
+
+    /// The node and generation of a tensor that is not a view, read together.
+    fn current(&self) -> (Arc<Node>, u64) {
+        match self {
+            Meta::Leaf { node } => (Arc::clone(node), 0),
+            Meta::Interior(i) => {
+                let h = lock(&i.history);
+                (Arc::clone(&h.grad_fn), h.generation)
+            }
         }
     }
 
@@ -157,8 +257,61 @@ impl Meta {
                 NodeKind::Accumulate { grad, .. } => Some(grad),
                 NodeKind::Function { .. } => None,
             },
-            Meta::Interior { retained, .. } => retained.get().map(|s| &**s),
+            Meta::Interior(i) => i.retained.get().map(|s| &**s),
         }
+    }
+
+    /// Makes an interior tensor keep its gradient in a slot of its own (`retain_grad`);
+    /// `false` for a leaf, which has one already.
+    pub(crate) fn retain(&self) -> bool {
+        let Meta::Interior(i) = self else {
+            return false;
+        };
+        let node = self.node();
+        let mut fresh = false;
+        let slot = i.retained.get_or_init(|| {
+            fresh = true;
+            Arc::new(Mutex::new(None))
+        });
+        if fresh {
+            lock(&node.retained).push(Arc::downgrade(slot));
+        }
+        true
+    }
+
+    /// Continues this interior tensor from `node` after an in-place op wrote its new value:
+    /// the tensor's later uses send their gradients to `node`. Returns the new generation.
+    pub(crate) fn rebase(&self, node: Arc<Node>) -> u64 {
+        let Meta::Interior(i) = self else {
+            unreachable!("only interior tensors are rebased");
+        };
+        let mut h = lock(&i.history);
+        h.replace(node, &i.retained);
+        h.generation += 1;
+        h.generation
+    }
+
+    /// Sets a view's node after an in-place write through it, current for its base's
+    /// generation `generation`.
+    pub(crate) fn rebase_view(&self, node: Arc<Node>, generation: u64) {
+        let Meta::Interior(i) = self else {
+            unreachable!("only interior tensors are rebased");
+        };
+        let mut h = lock(&i.history);
+        h.replace(node, &i.retained);
+        h.generation = generation;
+    }
+}
+
+impl History {
+    /// Replaces the node, moving a retained gradient slot over to the new one.
+    fn replace(&mut self, node: Arc<Node>, retained: &OnceLock<Arc<GradSlot>>) {
+        if let Some(slot) = retained.get() {
+            let weak = Arc::downgrade(slot);
+            lock(&self.grad_fn.retained).retain(|w| !w.ptr_eq(&weak));
+            lock(&node.retained).push(weak);
+        }
+        self.grad_fn = node;
     }
 }
 

@@ -54,7 +54,7 @@ impl<E: Element> DynTensor<E> {
             ));
         }
         match (self.meta().map(|m| &**m), requires) {
-            (Some(Meta::Interior { .. }), false) => Err(Error::new(
+            (Some(Meta::Interior(_)), false) => Err(Error::new(
                 ErrorKind::Autograd,
                 op,
                 "only leaves can stop requiring grad; use detach() for a tensor outside the \
@@ -80,7 +80,7 @@ impl<E: Element> DynTensor<E> {
     /// assert!(w.is_leaf() && !w.exp().is_leaf());
     /// ```
     pub fn is_leaf(&self) -> bool {
-        !matches!(self.meta().map(|m| &**m), Some(Meta::Interior { .. }))
+        !matches!(self.meta().map(|m| &**m), Some(Meta::Interior(_)))
     }
 
     /// The name of the op that made this tensor, if it was recorded (PyTorch's `grad_fn`).
@@ -91,10 +91,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(w.grad_fn(), None);
     /// ```
     pub fn grad_fn(&self) -> Option<&'static str> {
-        match self.meta().map(|m| &**m) {
-            Some(Meta::Interior { grad_fn, .. }) => Some(grad_fn.name),
-            _ => None,
-        }
+        self.meta()?.grad_fn_name()
     }
 
     /// The gradient accumulated by backward passes: for a leaf that requires grad, or a
@@ -174,23 +171,14 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::retain_grad`], or an error for a tensor that does not require grad.
     pub fn try_retain_grad(&self) -> Result<()> {
-        match self.meta().map(|m| &**m) {
+        match self.meta() {
             None => Err(Error::new(
                 ErrorKind::Autograd,
                 "retain_grad",
                 "this tensor does not require grad, so it has no gradient to retain",
             )),
-            Some(Meta::Leaf { .. }) => Ok(()),
-            Some(Meta::Interior { grad_fn, retained }) => {
-                let mut fresh = None;
-                let slot = retained.get_or_init(|| {
-                    let s = Arc::new(std::sync::Mutex::new(None));
-                    fresh = Some(Arc::clone(&s));
-                    s
-                });
-                if fresh.is_some() {
-                    lock(&grad_fn.retained).push(Arc::downgrade(slot));
-                }
+            Some(m) => {
+                m.retain();
                 Ok(())
             }
         }
@@ -294,7 +282,7 @@ fn root_node<E: Element>(
             ),
         ));
     }
-    Ok(Arc::clone(meta.node()))
+    Ok(meta.node())
 }
 
 /// The gradients of `outputs` with respect to `inputs` (PyTorch's `torch.autograd.grad`),
@@ -356,7 +344,7 @@ pub fn grad<E: Element>(
     let mut targets = Vec::with_capacity(inputs.len());
     for (i, x) in inputs.iter().enumerate() {
         match x.meta() {
-            Some(m) => targets.push(Arc::clone(m.node())),
+            Some(m) => targets.push(m.node()),
             None => {
                 return Err(Error::new(
                     ErrorKind::Autograd,

@@ -16,6 +16,7 @@
 mod blocks;
 mod broadcast;
 mod index;
+mod relative;
 mod view;
 
 pub use blocks::{Block, Coalesced, RowStarts, for_each_block};

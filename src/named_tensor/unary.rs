@@ -9,23 +9,35 @@ use crate::ops::{ScalarDivOutput, ScalarPromote, ScalarPromoted};
 use std::ops::{Add, Div, Mul, Neg, Not, Sub};
 
 macro_rules! named_unary {
-    ($bound:ident; $($name:ident),* $(,)?) => {
+    ($bound:ident; $($name:ident $name_:ident),* $(,)?) => {
         impl<E: $bound, S: DimTuple, P: DimTuple> Tensor<E, S, P> {$(
             #[doc = concat!("[`DynTensor::", stringify!($name), "`](crate::DynTensor::",
                 stringify!($name), ") elementwise; names unchanged.")]
             pub fn $name(&self) -> Self {
                 Tensor::wrap(crate::DynTensor::$name(&self.raw))
             }
+
+            #[doc = concat!("[`DynTensor::", stringify!($name_), "`](crate::DynTensor::",
+                stringify!($name_), "): overwrites every element of this view in place and \
+                returns it. Inside a graph the write is recorded and differentiated like the \
+                out-of-place form (see [`autograd`](crate::autograd#in-place-writes)).")]
+            #[track_caller]
+            pub fn $name_(&self) -> &Self {
+                crate::DynTensor::$name_(&self.raw);
+                self
+            }
         )*}
     };
 }
 
 named_unary! { Float;
-    exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, erf, sigmoid, gelu, gelu_tanh,
-    silu, floor, ceil, round, trunc, recip,
+    exp exp_, log log_, log1p log1p_, expm1 expm1_, sqrt sqrt_, rsqrt rsqrt_, sin sin_,
+    cos cos_, tan tan_, tanh tanh_, erf erf_, sigmoid sigmoid_, gelu gelu_,
+    gelu_tanh gelu_tanh_, silu silu_, floor floor_, ceil ceil_, round round_, trunc trunc_,
+    recip recip_,
 }
 
-named_unary! { Numeric; neg, abs, sign, square, relu }
+named_unary! { Numeric; neg neg_, abs abs_, sign sign_, square square_, relu relu_ }
 
 impl<E: Float, S: DimTuple, P: DimTuple> Tensor<E, S, P> {
     /// Every element raised to `exponent`; names unchanged.

@@ -181,8 +181,8 @@ impl<E: Element> DynTensor<E> {
         index: &DynTensor<i64>,
         src: &DynTensor<E>,
     ) -> Result<&Self> {
-        in_place("scatter_add_", self, src, |op| {
-            scatter_add(op, self, dim, index, src)
+        in_place("scatter_add_", self, src, |op, t| {
+            scatter_add(op, t, dim, index, src)
         })
     }
 
@@ -245,8 +245,8 @@ impl<E: Element> DynTensor<E> {
         index: &DynTensor<i64>,
         source: &DynTensor<E>,
     ) -> Result<&Self> {
-        in_place("index_add_", self, source, |op| {
-            index_add(op, self, dim, index, source)
+        in_place("index_add_", self, source, |op, t| {
+            index_add(op, t, dim, index, source)
         })
     }
 }
@@ -348,17 +348,21 @@ fn index_add<E: Element>(
     scatter_add(op, t, dim, &spread, source)
 }
 
-/// Runs the out-of-place form of the in-place op `op` (with `source` written into `dst`) and
-/// writes its result through `dst`'s view; nothing is written if either fails.
+/// Runs the out-of-place form of the in-place op `op` (with `source` written into `dst`) on
+/// `dst` and writes its result through `dst`'s view; nothing is written if either fails. In
+/// a graph, the write is recorded (see `autograd::inplace`).
 fn in_place<'a, E: Element>(
     op: &'static str,
     dst: &'a DynTensor<E>,
     source: &DynTensor<E>,
-    out_of_place: impl FnOnce(&'static str) -> Result<DynTensor<E>>,
+    out_of_place: impl FnOnce(&'static str, &DynTensor<E>) -> Result<DynTensor<E>>,
 ) -> Result<&'a DynTensor<E>> {
-    dst.check_writable(op)?;
-    crate::autograd::check_inplace(op, dst, crate::autograd::tracks(source))?;
-    let result = out_of_place(op)?;
+    if crate::autograd::inplace_recorded(op, dst, crate::autograd::tracks(source))? {
+        crate::autograd::record_inplace(op, dst, |old| out_of_place(op, old))?;
+        return Ok(dst);
+    }
+    dst.check_overlap(op)?;
+    let result = out_of_place(op, dst)?;
     with_write_read_buffers(op, dst.storage(), result.storage(), |buf, r| {
         buf.copy_from(op, dst.layout(), r, result.layout())
     })?;

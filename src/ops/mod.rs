@@ -105,7 +105,10 @@ pub(crate) fn unary<E: Element>(
 
 /// `x = uop(x)` through the view `dst`.
 pub(crate) fn unary_<E: Element>(op: &'static str, uop: UnaryOp, dst: &DynTensor<E>) -> Result<()> {
-    dst.check_writable(op)?;
+    if autograd::inplace_recorded(op, dst, false)? {
+        return autograd::record_inplace(op, dst, |old| unary(op, uop, old));
+    }
+    dst.check_overlap(op)?;
     dispatch::unary_(op, uop, dst.storage(), dst.layout())
 }
 
@@ -310,8 +313,13 @@ pub(crate) fn binary_<E: Element, B: Element, P: Element>(
     dst: &DynTensor<E>,
     src: &DynTensor<B>,
 ) -> Result<()> {
-    dst.check_writable(op)?;
-    autograd::check_inplace(op, dst, autograd::tracks(src))?;
+    if autograd::inplace_recorded(op, dst, autograd::tracks(src))? {
+        inplace_source(op, dst, src)?; // the shape check
+        return autograd::record_inplace(op, dst, |old| {
+            converted::<P, E>(&binary::<E, B, P>(op, bop, old, src)?)
+        });
+    }
+    dst.check_overlap(op)?;
     inplace_source(op, dst, src)?; // the shape check, before anything is converted
     if P::DTYPE != E::DTYPE {
         // Computed in the wider type, then stored: a new tensor copied back.

@@ -17,8 +17,7 @@ impl<E: Element> DynTensor<E> {
     /// The rule is the same on every device: a write whose result would depend on the order in
     /// which the elements are visited is refused, whether the overlap comes from `expand`
     /// (stride 0) or from an `as_strided` view whose strides make indices collide.
-    pub(crate) fn check_writable(&self, op: &'static str) -> Result<()> {
-        crate::autograd::check_inplace(op, self, false)?;
+    pub(crate) fn check_overlap(&self, op: &'static str) -> Result<()> {
         if self.layout.has_internal_overlap() {
             let cause = if self.layout.has_broadcast_dim() {
                 "a dim of stride 0, as made by expand"
@@ -120,7 +119,13 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::fill_`], or an error for an expanded (stride-0) view.
     pub fn try_fill_(&self, value: E) -> Result<&Self> {
-        self.check_writable("fill_")?;
+        if crate::autograd::inplace_recorded("fill_", self, false)? {
+            crate::autograd::record_inplace("fill_", self, |old| {
+                DynTensor::full_on(old.shape(), value, old.device())
+            })?;
+            return Ok(self);
+        }
+        self.check_overlap("fill_")?;
         self.storage
             .write("fill_")?
             .fill("fill_", &self.layout, value)?;
@@ -163,8 +168,9 @@ impl<E: Element> DynTensor<E> {
     /// is expanded, or the two tensors are on different devices. On error nothing is written.
     pub fn try_copy_<F: Element>(&self, src: &DynTensor<F>) -> Result<&Self> {
         same_device("copy_", self.device(), src.device())?;
-        self.check_writable("copy_")?;
-        crate::autograd::check_inplace("copy_", self, crate::autograd::tracks(src))?;
+        let recorded =
+            crate::autograd::inplace_recorded("copy_", self, crate::autograd::tracks(src))?;
+        self.check_overlap("copy_")?;
         let target: Vec<isize> = self.shape().iter().map(|&s| s as isize).collect();
         let src = src.try_expand(&target).map_err(|_| {
             Error::new(
@@ -177,6 +183,12 @@ impl<E: Element> DynTensor<E> {
                 ),
             )
         })?;
+        if recorded {
+            crate::autograd::record_inplace("copy_", self, |_| {
+                crate::ops::converted::<F, E>(&src)
+            })?;
+            return Ok(self);
+        }
         // A source on the destination's storage is read completely before anything is
         // written, by copying it to a storage of its own first.
         let same = src.storage.lock_order() == self.storage.lock_order();

@@ -176,6 +176,69 @@ fn indexed_ops_cumprod_and_zero_rules() {
     });
 }
 
+/// In-place ops on tensors of the graph, through views and on views whose base was written
+/// after them: the same code as `make_grads.py`'s `inplace.*` cases.
+#[test]
+fn in_place_ops_in_a_graph_match_pytorch() {
+    let fx = fixtures();
+    let xz = &["x", "z"];
+    run(&fx, "inplace.view_add", xz, &|v| {
+        let h = &v[0] * 2.0;
+        h.narrow(0, 1, 2).add_(&v[1]);
+        h
+    });
+    run(&fx, "inplace.view_mul_transposed", xz, &|v| {
+        let h = v[0].sin();
+        h.t().narrow(0, 1, 2).mul_(&v[1]);
+        h
+    });
+    run(&fx, "inplace.relu_chain", &["x"], &|v| {
+        let h = &v[0] * 3.0;
+        h.relu_();
+        &h * &v[0]
+    });
+    run(&fx, "inplace.stale_view", xz, &|v| {
+        let h = &v[0] + 0.0;
+        let view = h.select(1, 2);
+        view.mul_scalar_(3.0).add_scalar_(1.0);
+        h.mul_(&v[1]);
+        &h + &view.unsqueeze(1)
+    });
+    run(&fx, "inplace.copy_into_view", xz, &|v| {
+        let h = &v[0] * 1.5;
+        h.narrow(1, 0, 2).copy_(&v[1]);
+        &h * &h
+    });
+    let mask = DynTensor::from_vec(
+        vec![
+            true, false, false, false, true, false, false, false, false, true, true, false,
+        ],
+        &[4, 3],
+    );
+    run(&fx, "inplace.masked_clamp", &["x"], &|v| {
+        let h = &v[0] * &v[0];
+        h.masked_fill_(&mask, 0.5);
+        h.clamp_(0.1, 1.0);
+        h
+    });
+    run(&fx, "inplace.fill_row", &["x"], &|v| {
+        let h = v[0].sin();
+        h.select(0, 1).fill_(2.0);
+        &h * &v[0]
+    });
+    let index = DynTensor::from_vec(vec![3i64, 0, 3], &[3]);
+    run(&fx, "inplace.index_add", xz, &|v| {
+        let h = &v[0] * 2.0;
+        h.index_add_(0, &index, &v[1]);
+        h.tanh()
+    });
+    run(&fx, "inplace.view_of_view", xz, &|v| {
+        let h = &v[0].tanh() * 1.0;
+        h.t().narrow(0, 1, 2).narrow(1, 1, 2).sub_(&v[1]);
+        &h * &v[0]
+    });
+}
+
 #[test]
 fn mlp_with_cross_entropy() {
     let fx = fixtures();

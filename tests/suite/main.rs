@@ -10,6 +10,7 @@ mod common;
 mod amp;
 mod autograd_api;
 mod autograd_grads;
+mod autograd_inplace;
 mod autograd_named;
 mod autograd_torch;
 mod bad_input;

@@ -6,12 +6,15 @@
 //! expanded view.
 
 use super::{cast_back, some, sum_to};
+use crate::autograd::any::AnyTensor;
 use crate::autograd::mode::GradMode;
-use crate::autograd::record::{input, record, tracks};
+use crate::autograd::node::{Meta, Node};
+use crate::autograd::record::{input, node, record, tracks};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;
 use crate::tensor::DynTensor;
+use std::sync::Arc;
 
 /// How the gradient of a view goes back to its input.
 pub(crate) enum ViewGrad {
@@ -50,7 +53,8 @@ pub(crate) fn view<E: Element>(
         ));
     }
     let shape = x.shape().to_vec();
-    Ok(record(op, out, vec![input(x)], false, move |g, node| {
+    let view = crate::autograd::view_of(x, &out);
+    let backward = move |g: AnyTensor, node: &Arc<Node>| {
         let g = g.into_typed::<E>(node.name)?;
         let sizes: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
         let gx = match &how {
@@ -66,7 +70,13 @@ pub(crate) fn view<E: Element>(
             ViewGrad::Embed(rel) => embed_grad(&g, &shape, rel)?,
         };
         Ok(vec![some(gx)])
-    }))
+    };
+    Ok(
+        match node::<E>(op, out.shape(), vec![input(x)], false, backward) {
+            Some(n) => out.with_meta(Some(Meta::with_view(n, view))),
+            None => out,
+        },
+    )
 }
 
 /// Zeros of `shape` with `g` written at the elements `rel` selects: the gradient of the view
