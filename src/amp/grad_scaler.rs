@@ -5,7 +5,7 @@ use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::DimTuple;
 use crate::named_tensor::Tensor;
-use crate::optim::Optimizer;
+use crate::optim::{Optimizer, StateReader, StateWriter};
 
 /// A [`GradScaler`]'s options, PyTorch's defaults by [`Default`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,6 +177,46 @@ impl GradScaler {
                 self.scale *= self.config.growth_factor;
                 self.growth_tracker = 0;
             }
+        }
+        Ok(())
+    }
+
+    /// Writes PyTorch's `state_dict` entries for a checkpoint
+    /// ([`TrainingState`](crate::optim::TrainingState)).
+    pub(crate) fn save(&self, out: &mut StateWriter) {
+        out.number("scale", self.scale);
+        out.number("growth_factor", self.config.growth_factor);
+        out.number("backoff_factor", self.config.backoff_factor);
+        out.count("growth_interval", self.config.growth_interval);
+        out.count("_growth_tracker", self.growth_tracker);
+    }
+
+    /// Reads them back, as PyTorch's `load_state_dict` (the options too); changes nothing
+    /// unless `apply`. A step between its `unscale_` and its `update` is dropped: a
+    /// checkpoint is loaded between steps.
+    pub(crate) fn load(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+        let config = GradScalerConfig {
+            init_scale: from.number("scale")?,
+            growth_factor: from.number("growth_factor")?,
+            backoff_factor: from.number("backoff_factor")?,
+            growth_interval: from.count("growth_interval")?,
+        };
+        let tracker = from.count("_growth_tracker")?;
+        let mut loaded =
+            GradScaler::from_config(config).map_err(|e| from.error(e.kind(), e.to_string()))?;
+        if tracker >= config.growth_interval {
+            return Err(from.error(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the gradient scaler's `_growth_tracker` is {tracker}, not below its \
+                     growth interval {}",
+                    config.growth_interval
+                ),
+            ));
+        }
+        loaded.growth_tracker = tracker;
+        if apply {
+            *self = loaded;
         }
         Ok(())
     }

@@ -98,6 +98,14 @@ impl<E: Element> ModuleState<E> {
         params.chain(buffers).collect()
     }
 
+    /// The names of the parameters and buffers.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let params = self.params.iter().map(|p| p.name.as_str());
+        params
+            .chain(self.buffers.iter().map(|b| b.name.as_str()))
+            .collect()
+    }
+
     /// The metadata entries `dims.<name>` = the dim names joined by `,`.
     pub(crate) fn dims_metadata(&self) -> HashMap<String, String> {
         let params = self.params.iter().map(|p| (&p.name, p.dims));

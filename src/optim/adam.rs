@@ -2,8 +2,8 @@
 //! included.
 
 use super::{
-    Optimizer, StateReader, StateWriter, check, check_lr, check_non_negative, check_params,
-    check_state_names, follow_param, read_param_state,
+    Optimizer, StateReader, StateWriter, TrainingState, check, check_lr, check_non_negative,
+    check_params, check_state_names, follow_param, read_param_state,
 };
 use crate::autograd::no_grad;
 use crate::dtype::Float;
@@ -210,7 +210,9 @@ impl<E: Float> Optimizer for Adam<E> {
         self.config.lr = lr;
         Ok(())
     }
+}
 
+impl<E: Float> TrainingState for Adam<E> {
     fn save_state(&self, out: &mut StateWriter) -> Result<()> {
         out.number("param_groups.lr", self.config.lr);
         for (p, s) in self.params.iter().zip(&self.state) {

@@ -1,7 +1,9 @@
-//! Checkpoints that resume a run exactly: a model's parameters, its optimiser's state and its
-//! learning-rate schedule's, in one safetensors file ([`save_checkpoint`],
-//! [`load_checkpoint`]). Training k steps, saving, loading into freshly built objects and
-//! training on gives the parameters of the uninterrupted run, bit for bit.
+//! Checkpoints that resume a run exactly: a model's parameters and the state of every other
+//! part of the run (an optimiser, a learning-rate schedule, a gradient scaler: each a
+//! [`TrainingState`]) in one safetensors file ([`save_checkpoint`], [`load_checkpoint`] for
+//! the usual parts, [`save_training_state`], [`load_training_state`] for any). Training k
+//! steps, saving, loading into freshly built objects and training on gives the parameters of
+//! the uninterrupted run, bit for bit.
 //!
 //! # Invariants
 //! - Loading checks every part (parameters, optimiser state, schedule) against the file
@@ -11,6 +13,7 @@
 //! - State tensors are loaded onto their parameter's device.
 
 use super::{LrScheduler, Optimizer};
+use crate::amp::GradScaler;
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::nn::Module;
@@ -19,13 +22,21 @@ use crate::ops::{SafetensorsFile, SaveTensor};
 use crate::tensor::DynTensor;
 use std::path::Path;
 
-const OPTIMIZER: &str = "optimizer.";
-const SCHEDULER: &str = "scheduler.";
+/// A part of a training run whose state a checkpoint keeps beside the model's parameters,
+/// under the part's name: every [`Optimizer`], [`LrScheduler`] and [`GradScaler`].
+pub trait TrainingState {
+    /// Writes the state a resumed run needs (buffers, counters, rates).
+    fn save_state(&self, out: &mut StateWriter) -> Result<()>;
+    /// Reads the state [`TrainingState::save_state`] wrote, checking it against this part
+    /// (its parameters, its options); it changes nothing unless `apply`
+    /// ([`load_training_state`] checks every part of a checkpoint before it applies any).
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()>;
+}
 
 /// Where an optimiser or schedule writes its state for a checkpoint: tensors and numbers
 /// by name, under the part's prefix.
 pub struct StateWriter {
-    prefix: &'static str,
+    prefix: String,
     entries: Vec<(String, Box<dyn SaveTensor>)>,
 }
 
@@ -57,7 +68,7 @@ impl StateWriter {
 /// Every read checks the entry (present, dtype, shape) and names the file and the entry in
 /// its error.
 pub struct StateReader<'a> {
-    prefix: &'static str,
+    prefix: String,
     file: &'a SafetensorsFile,
     path: &'a Path,
 }
@@ -155,7 +166,8 @@ impl StateReader<'_> {
 }
 
 /// Saves `model`'s parameters, `optimizer`'s state and, if given, `scheduler`'s to one
-/// safetensors file, which [`load_checkpoint`] reads back.
+/// safetensors file, which [`load_checkpoint`] reads back: [`save_training_state`] with the
+/// parts `optimizer` and `scheduler`.
 ///
 /// # Layout
 /// - `<param>`: each parameter under its dotted name, with the metadata entry
@@ -195,78 +207,212 @@ pub fn save_checkpoint<E: Float, M: Module<E> + ?Sized>(
     optimizer: &dyn Optimizer,
     scheduler: Option<&dyn LrScheduler>,
 ) -> Result<()> {
-    let state = ModuleState::of(model);
-    let mut opt = StateWriter {
-        prefix: OPTIMIZER,
-        entries: Vec::new(),
-    };
-    optimizer.save_state(&mut opt)?;
-    let mut sched = StateWriter {
-        prefix: SCHEDULER,
-        entries: Vec::new(),
-    };
+    let mut parts: Vec<(&str, &dyn TrainingState)> = vec![("optimizer", optimizer)];
     if let Some(s) = scheduler {
-        s.save_state(&mut sched)?;
+        parts.push(("scheduler", s));
+    }
+    save_training_state(path, model, &parts)
+}
+
+/// Loads a checkpoint of [`save_checkpoint`] into `model`, `optimizer` and, if given,
+/// `scheduler`, built as they were for the saved run (the same layers, parameter order and
+/// options): [`load_training_state`] with the parts `optimizer` and `scheduler`. Every part
+/// is checked before any is changed; on error nothing is.
+///
+/// # Errors
+/// As [`load_training_state`]'s: a schedule's state in the file where no schedule is given,
+/// or the reverse, is an `InvalidArgument` naming the schedule.
+pub fn load_checkpoint<E: Float, M: Module<E> + ?Sized>(
+    path: impl AsRef<Path>,
+    model: &M,
+    optimizer: &mut dyn Optimizer,
+    scheduler: Option<&mut dyn LrScheduler>,
+) -> Result<()> {
+    let mut parts: Vec<(&str, &mut dyn TrainingState)> = vec![("optimizer", optimizer)];
+    if let Some(s) = scheduler {
+        parts.push(("scheduler", s));
+    }
+    load_training_state(path, model, &mut parts)
+}
+
+/// Saves `model`'s parameters and the state of each named part of the run (an optimiser, a
+/// schedule, a [`GradScaler`], anything that is a [`TrainingState`]) to one safetensors file,
+/// the part's entries under `<name>.`; [`load_training_state`] reads it back. The layout of
+/// the parameters and of the optimiser's and schedule's entries is [`save_checkpoint`]'s;
+/// a [`GradScaler`] writes PyTorch's `state_dict` names (`scale`, `growth_factor`,
+/// `backoff_factor`, `growth_interval`, `_growth_tracker`).
+///
+/// # Errors
+/// `InvalidArgument` for a part name that is empty, holds a `.`, repeats, or begins a
+/// parameter's name (`fc` when the model has `fc.weight`); nothing is written then.
+///
+/// ```
+/// use namedtensor::amp::GradScaler;
+/// use namedtensor::nn::{Linear, Module};
+/// use namedtensor::optim::{load_training_state, save_training_state, Adam, AdamConfig, StepLr};
+/// use namedtensor::dims;
+/// dims! { In, Out }
+/// let path = std::env::temp_dir().join(format!("nt-doc-state-{}.safetensors", std::process::id()));
+/// let model = Linear::<In, Out>::seeded(3, 2, 0);
+/// let mut opt = Adam::new(model.parameters(), AdamConfig::adamw());
+/// let sched = StepLr::new(&mut opt, 10, 0.5).unwrap();
+/// let scaler = GradScaler::new();
+/// save_training_state(&path, &model, &[("optimizer", &opt), ("scheduler", &sched), ("scaler", &scaler)])
+///     .unwrap();
+///
+/// let mut opt2 = Adam::new(model.parameters(), AdamConfig::adamw());
+/// let mut sched2 = StepLr::new(&mut opt2, 10, 0.5).unwrap();
+/// let mut scaler2 = GradScaler::new();
+/// load_training_state(
+///     &path,
+///     &model,
+///     &mut [("optimizer", &mut opt2), ("scheduler", &mut sched2), ("scaler", &mut scaler2)],
+/// )
+/// .unwrap();
+/// assert_eq!(scaler2.get_scale(), 65536.0);
+/// std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn save_training_state<E: Float, M: Module<E> + ?Sized>(
+    path: impl AsRef<Path>,
+    model: &M,
+    parts: &[(&str, &dyn TrainingState)],
+) -> Result<()> {
+    let state = ModuleState::of(model);
+    let names: Vec<&str> = parts.iter().map(|(n, _)| *n).collect();
+    check_part_names("save_training_state", &names, &state)?;
+    let mut writers = Vec::with_capacity(parts.len());
+    for (name, part) in parts {
+        let mut w = StateWriter {
+            prefix: format!("{name}."),
+            entries: Vec::new(),
+        };
+        part.save_state(&mut w)?;
+        writers.push(w);
     }
     let mut tensors = state.tensors();
-    for (name, t) in opt.entries.iter().chain(&sched.entries) {
+    for (name, t) in writers.iter().flat_map(|w| &w.entries) {
         tensors.push((name.as_str(), t.as_ref()));
     }
     crate::ops::save_with_metadata(path.as_ref(), &tensors, Some(state.dims_metadata()))
 }
 
-/// Loads a checkpoint of [`save_checkpoint`] into `model`, `optimizer` and, if given,
-/// `scheduler`, built as they were for the saved run (the same layers, parameter order and
+/// Loads a file of [`save_training_state`] (or [`save_checkpoint`]) into `model` and the
+/// named `parts`, built as they were for the saved run (the same layers, parameter order and
 /// options). Every part is checked before any is changed; on error nothing is.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] for a file that cannot be read or is truncated;
 /// [`ErrorKind::InvalidArgument`] for a missing or extra entry (a parameter the model lacks,
-/// optimiser state for a parameter the optimiser does not hold, a schedule's state where no
-/// schedule is given or the reverse); `DTypeMismatch` and `ShapeMismatch` for an entry of
-/// another dtype, shape or dim names. Each names the file and the entry.
-pub fn load_checkpoint<E: Float, M: Module<E> + ?Sized>(
+/// optimiser state for a parameter the optimiser does not hold, a part's state in the file
+/// that no part given loads, a part given whose state is not in the file);
+/// `DTypeMismatch` and `ShapeMismatch` for an entry of another dtype, shape or dim names.
+/// Each names the file and the entry.
+pub fn load_training_state<E: Float, M: Module<E> + ?Sized>(
     path: impl AsRef<Path>,
     model: &M,
-    optimizer: &mut dyn Optimizer,
-    mut scheduler: Option<&mut dyn LrScheduler>,
+    parts: &mut [(&str, &mut dyn TrainingState)],
 ) -> Result<()> {
+    let op = "load_checkpoint";
     let path = path.as_ref();
     let file = SafetensorsFile::open(path)?;
     let state = ModuleState::of(model);
-    let values = state.read("load_checkpoint", &file, path, |n| {
-        n.starts_with(OPTIMIZER) || n.starts_with(SCHEDULER)
-    })?;
-    let opt = StateReader {
-        prefix: OPTIMIZER,
-        file: &file,
-        path,
-    };
-    let sched = StateReader {
-        prefix: SCHEDULER,
-        file: &file,
-        path,
-    };
-    let saved_schedule = !sched.names_under("").is_empty();
-    if saved_schedule != scheduler.is_some() {
-        return Err(sched.error(
+    let names: Vec<&str> = parts.iter().map(|(n, _)| *n).collect();
+    check_part_names(op, &names, &state)?;
+    let readers: Vec<StateReader<'_>> = names
+        .iter()
+        .map(|name| StateReader {
+            prefix: format!("{name}."),
+            file: &file,
+            path,
+        })
+        .collect();
+    for r in &readers {
+        if r.names_under("").is_empty() {
+            return Err(r.error(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} was given but the checkpoint has no state for it (no `{}*` entries)",
+                    describe(&r.prefix),
+                    r.prefix
+                ),
+            ));
+        }
+    }
+    // Entries that are neither parameters nor any given part's: a part saved but not given.
+    let params: Vec<&str> = state.names();
+    if let Some(extra) = file
+        .names()
+        .into_iter()
+        .find(|n| !params.contains(n) && !readers.iter().any(|r| n.starts_with(&r.prefix)))
+        && let Some((part, _)) = extra.split_once('.')
+        && !params.iter().any(|p| p.starts_with(&format!("{part}.")))
+    {
+        return Err(Error::new(
             ErrorKind::InvalidArgument,
-            if saved_schedule {
-                "the checkpoint has a schedule's state but no schedule was given to load it"
-                    .to_string()
-            } else {
-                "a schedule was given but the checkpoint has no schedule's state".to_string()
-            },
+            op,
+            format!(
+                "{}: the checkpoint has the state of {} (`{extra}`) but none was given to load \
+                 it",
+                path.display(),
+                describe(&format!("{part}."))
+            ),
         ));
     }
+    let values = state.read(op, &file, path, |n| {
+        readers.iter().any(|r| n.starts_with(&r.prefix))
+    })?;
     // Check every part, then apply every part: only the first pass can meet a bad file.
-    optimizer.load_state(&opt, false)?;
-    if let Some(s) = scheduler.as_deref_mut() {
-        s.load_state(&sched, false)?;
-    }
-    optimizer.load_state(&opt, true)?;
-    if let Some(s) = scheduler {
-        s.load_state(&sched, true)?;
+    for apply in [false, true] {
+        for ((_, part), r) in parts.iter_mut().zip(&readers) {
+            part.load_state(r, apply)?;
+        }
     }
     state.write(values)
+}
+
+/// What a part of this name is, for messages: "a schedule" for `scheduler.`.
+fn describe(prefix: &str) -> String {
+    match prefix {
+        "optimizer." => "an optimiser".to_string(),
+        "scheduler." => "a schedule (`scheduler`)".to_string(),
+        "scaler." => "a gradient scaler (`scaler`)".to_string(),
+        p => format!("the part `{}`", p.trim_end_matches('.')),
+    }
+}
+
+/// Refuses part names that are empty, hold a `.`, repeat, or begin a parameter's name.
+fn check_part_names<E: Element>(
+    op: &'static str,
+    names: &[&str],
+    state: &ModuleState<E>,
+) -> Result<()> {
+    let params = state.names();
+    for (i, name) in names.iter().enumerate() {
+        let why = if name.is_empty() || name.contains('.') {
+            "must be non-empty and hold no `.`"
+        } else if names[..i].contains(name) {
+            "is given twice"
+        } else if params.iter().any(|p| p.starts_with(&format!("{name}."))) {
+            "begins a parameter's name"
+        } else {
+            continue;
+        };
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            format!("the part name `{name}` {why}"),
+        ));
+    }
+    Ok(())
+}
+
+impl TrainingState for GradScaler {
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        self.save(out);
+        Ok(())
+    }
+
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+        self.load(from, apply)
+    }
 }

@@ -33,7 +33,10 @@ mod schedule;
 mod sgd;
 
 pub use adam::{Adam, AdamConfig};
-pub use checkpoint::{StateReader, StateWriter, load_checkpoint, save_checkpoint};
+pub use checkpoint::{
+    StateReader, StateWriter, TrainingState, load_checkpoint, load_training_state, save_checkpoint,
+    save_training_state,
+};
 pub use clip::clip_grad_norm_;
 pub use schedule::{CosineAnnealingLr, LinearLr, LrScheduler, StepLr};
 pub use sgd::{Sgd, SgdConfig};
@@ -43,8 +46,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::nn::Parameter;
 use crate::tensor::DynTensor;
 
-/// What every optimiser does.
-pub trait Optimizer {
+/// What every optimiser does. Its state for a checkpoint (per-parameter buffers and step
+/// counts, the learning rate) is its [`TrainingState`].
+pub trait Optimizer: TrainingState {
     /// Updates every parameter that has a gradient, in place.
     fn step(&mut self) -> Result<()>;
     /// Clears every parameter's gradient.
@@ -54,13 +58,6 @@ pub trait Optimizer {
     /// Sets the learning rate (what schedules do); an error unless it is finite and ≥ 0 (0,
     /// as in PyTorch, is where a cosine schedule with `eta_min = 0` ends).
     fn set_lr(&mut self, lr: f64) -> Result<()>;
-    /// Writes the state a resumed run needs (per-parameter buffers and step counts, the
-    /// learning rate) for [`save_checkpoint`].
-    fn save_state(&self, out: &mut StateWriter) -> Result<()>;
-    /// Reads the state [`Optimizer::save_state`] wrote, checking it against this
-    /// optimiser's parameters; it changes nothing unless `apply` ([`load_checkpoint`] checks
-    /// every part of a checkpoint before it applies any).
-    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()>;
     /// Multiplies every parameter's gradient by `factor` in place; whether all of them are
     /// finite afterwards (what [`GradScaler`](crate::amp::GradScaler) needs).
     fn unscale_grads(&self, factor: f64) -> Result<bool>;

@@ -4,20 +4,15 @@
 //! A schedule is made from an optimiser (which sets the rate of epoch 0, as PyTorch's
 //! constructors do) and stepped once per epoch after the optimiser's step.
 
-use super::{Optimizer, StateReader, StateWriter};
+use super::{Optimizer, StateReader, StateWriter, TrainingState};
 use crate::error::{Error, ErrorKind, Result};
 
-/// A learning-rate schedule.
-pub trait LrScheduler {
+/// A learning-rate schedule; its counters and rates for a checkpoint are its [`TrainingState`].
+pub trait LrScheduler: TrainingState {
     /// Advances one epoch and sets the optimiser's rate for it.
     fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()>;
     /// The number of steps taken (PyTorch's `last_epoch`).
     fn last_epoch(&self) -> usize;
-    /// Writes the schedule's counters and rates for
-    /// [`save_checkpoint`](super::save_checkpoint).
-    fn save_state(&self, out: &mut StateWriter) -> Result<()>;
-    /// Reads them back; changes nothing unless `apply` (see [`Optimizer::load_state`]).
-    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()>;
 }
 
 /// A count of a saved schedule, as a `usize`.
@@ -101,7 +96,9 @@ impl LrScheduler for StepLr {
     fn last_epoch(&self) -> usize {
         self.epoch
     }
+}
 
+impl TrainingState for StepLr {
     fn save_state(&self, out: &mut StateWriter) -> Result<()> {
         out.count("last_epoch", self.epoch as u64);
         out.count("step_size", self.step_size as u64);
@@ -188,7 +185,9 @@ impl LrScheduler for CosineAnnealingLr {
     fn last_epoch(&self) -> usize {
         self.epoch
     }
+}
 
+impl TrainingState for CosineAnnealingLr {
     fn save_state(&self, out: &mut StateWriter) -> Result<()> {
         out.count("last_epoch", self.epoch as u64);
         out.count("t_max", self.t_max as u64);
@@ -274,7 +273,9 @@ impl LrScheduler for LinearLr {
     fn last_epoch(&self) -> usize {
         self.epoch
     }
+}
 
+impl TrainingState for LinearLr {
     fn save_state(&self, out: &mut StateWriter) -> Result<()> {
         out.count("last_epoch", self.epoch as u64);
         out.count("total_iters", self.total as u64);

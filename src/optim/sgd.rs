@@ -2,8 +2,8 @@
 //! weight-decay rules.
 
 use super::{
-    Optimizer, StateReader, StateWriter, check, check_lr, check_non_negative, check_params,
-    check_state_names, follow_param, read_param_state,
+    Optimizer, StateReader, StateWriter, TrainingState, check, check_lr, check_non_negative,
+    check_params, check_state_names, follow_param, read_param_state,
 };
 use crate::autograd::no_grad;
 use crate::dtype::Float;
@@ -150,7 +150,9 @@ impl<E: Float> Optimizer for Sgd<E> {
         self.config.lr = lr;
         Ok(())
     }
+}
 
+impl<E: Float> TrainingState for Sgd<E> {
     fn save_state(&self, out: &mut StateWriter) -> Result<()> {
         out.number("param_groups.lr", self.config.lr);
         for (p, b) in self.params.iter().zip(&self.buffers) {
