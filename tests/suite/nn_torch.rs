@@ -1051,6 +1051,102 @@ fn train_char<E: Float>(case: &str, make: MakeOptimizer<E>, rtol: f64) {
     });
 }
 
+/// 10 AdamW steps of the example's character transformer in f32 from the fixture's initial
+/// weights, under `autocast::<bf16>` or not: the model and its losses.
+fn train_char_amp(autocast: bool) -> (char_model::CharTransformer<f32>, Vec<f64>) {
+    use char_model::{CharTransformer, Sizes, Vocab};
+    let model = CharTransformer::<f32>::new(Sizes {
+        model: 16,
+        heads: 2,
+        hidden: 32,
+        context: 12,
+        layers: 2,
+    });
+    set_parameters(&model, "char_amp_bf16", "init");
+    let windows = ints("char/windows");
+    let ce = CrossEntropy::default();
+    let mut opt = adamw(1e-2)(model.parameters());
+    let mut losses = Vec::new();
+    for step in 0..10 {
+        let w = windows.select(0, step);
+        let x = w.narrow(1, 0, 12).refine_names();
+        let y = w.narrow(1, 1, 12).refine_names();
+        opt.zero_grad();
+        let run = || ce.forward(&model.forward(&x), Vocab, &y);
+        let loss = if autocast {
+            namedtensor::amp::autocast::<namedtensor::bf16, _>(run)
+        } else {
+            run()
+        };
+        loss.backward();
+        opt.step().unwrap();
+        losses.push(f64::from(loss.item()));
+    }
+    (model, losses)
+}
+
+/// The largest deviation of `model`'s parameters from the fixture's `{case}/final/*`, the
+/// attention key biases left out (their gradient is rounding noise; see
+/// `train_and_compare`).
+fn char_deviation(case: &str, model: &char_model::CharTransformer<f32>) -> f64 {
+    model
+        .parameters()
+        .iter()
+        .filter(|p| !p.name.ends_with("k_bias"))
+        .map(|p| {
+            let ours: Vec<f64> = p.tensor.to_vec().iter().map(|&v| f64::from(v)).collect();
+            deviation(&ours, &get(&format!("{case}/final/{}", p.name)).to_vec())
+        })
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn char_transformer_trains_like_pytorch_under_bf16_autocast() {
+    // PyTorch's CPU autocast keeps a layer's output in bf16 and runs layer norm, softmax and
+    // the residual adds on it; this library rounds the products' operands to bf16 and keeps
+    // every result in f32. So the runs agree to bf16's noise, whose size PyTorch's own f32
+    // and bf16 runs show.
+    let (model, losses) = train_char_amp(true);
+    let torch_gap = (
+        deviation(
+            &get("char_amp_bf16/losses").to_vec(),
+            &get("char_amp_f32/losses").to_vec(),
+        ),
+        model
+            .parameters()
+            .iter()
+            .filter(|p| !p.name.ends_with("k_bias"))
+            .map(|p| {
+                let final_of = |case: &str| get(&format!("{case}/final/{}", p.name)).to_vec();
+                deviation(&final_of("char_amp_bf16"), &final_of("char_amp_f32"))
+            })
+            .fold(0.0, f64::max),
+    );
+    let ours = (
+        deviation(&losses, &get("char_amp_bf16/losses").to_vec()),
+        char_deviation("char_amp_bf16", &model),
+    );
+    eprintln!(
+        "bf16 autocast transformer: losses within {:.2e}, parameters within {:.2e} of \
+         PyTorch's (PyTorch's f32 and bf16 runs: {:.2e}, {:.2e})",
+        ours.0, ours.1, torch_gap.0, torch_gap.1
+    );
+    assert!(
+        ours.0 < 2.0 * torch_gap.0 + 1e-3 && ours.1 < 2.0 * torch_gap.1,
+        "ours {ours:?}, PyTorch's own gap {torch_gap:?}"
+    );
+    // The f32 run follows PyTorch's f32 run closely, and autocast changed the numbers.
+    let (f32_model, f32_losses) = train_char_amp(false);
+    close_vec(
+        "char f32 losses",
+        &f32_losses,
+        &get("char_amp_f32/losses").to_vec(),
+        1e-4,
+    );
+    assert!(char_deviation("char_amp_f32", &f32_model) < 1e-3);
+    assert!(deviation(&losses, &f32_losses) > 1e-6);
+}
+
 #[test]
 fn char_transformer_trains_like_pytorch() {
     train_char::<f64>("char_adamw", adamw(1e-2), 1e-9);
