@@ -153,7 +153,11 @@ fn binary_untracked<A: Element, B: Element, O: Element>(
     a: &DynTensor<A>,
     b: &DynTensor<B>,
 ) -> Result<DynTensor<O>> {
-    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let shape = if a.shape() == b.shape() {
+        a.shape().to_vec()
+    } else {
+        broadcast_shapes(op, a.shape(), b.shape())?
+    };
     match (fits::<A, O>(), fits::<B, O>()) {
         (true, true) => binary_fitting::<A, B, O>(op, bop, a, b, &shape),
         (false, true) => {
@@ -179,6 +183,12 @@ fn binary_fitting<A: Element, B: Element, O: Element>(
     b: &DynTensor<B>,
     shape: &[usize],
 ) -> Result<DynTensor<O>> {
+    if a.shape() == b.shape() {
+        // Nothing to broadcast: the operands' own layouts.
+        let buf =
+            dispatch::binary::<A, B, O>(op, bop, a.storage(), a.layout(), b.storage(), b.layout())?;
+        return DynTensor::from_contiguous_buffer(buf, shape);
+    }
     let (la, lb) = (
         expand_layout(a.layout(), shape)?,
         expand_layout(b.layout(), shape)?,

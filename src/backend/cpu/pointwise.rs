@@ -62,7 +62,7 @@ pub(crate) fn for_each_segment<const M: usize>(
 /// An iterator generic over the operand count only, so that the engines, compiled once per
 /// kernel, each compile just the loop over it.
 pub(crate) struct Segments<'a, const M: usize> {
-    rows: RowStarts<'a, M>,
+    rows: Rows<'a, M>,
     /// Every operand's step along the rows.
     pub(crate) strides: [usize; M],
     /// The walk's row length.
@@ -73,7 +73,26 @@ pub(crate) struct Segments<'a, const M: usize> {
     row: usize,
 }
 
+/// Where the segments start: the rows of a walk, or, for operands that are all contiguous, the
+/// operands' offsets (one row of every element, no walk to build).
+enum Rows<'a, const M: usize> {
+    Walk(RowStarts<'a, M>),
+    Flat(Option<[usize; M]>),
+}
+
 impl<'a, const M: usize> Segments<'a, M> {
+    /// The one segment of `range` over operands that are contiguous from `offsets`, `n`
+    /// elements each.
+    fn flat(offsets: [usize; M], n: usize, range: Range<usize>) -> Self {
+        Segments {
+            rows: Rows::Flat((!range.is_empty()).then_some(offsets)),
+            strides: [1; M],
+            len: n,
+            range,
+            row: 0,
+        }
+    }
+
     pub(crate) fn new(walk: &'a Coalesced<M>, range: Range<usize>) -> Self {
         let len = walk.inner_len();
         let rows = if len == 0 || range.is_empty() {
@@ -83,7 +102,7 @@ impl<'a, const M: usize> Segments<'a, M> {
         };
         Segments {
             row: rows.start,
-            rows: walk.row_starts(rows),
+            rows: Rows::Walk(walk.row_starts(rows)),
             strides: walk.inner_strides(),
             len,
             range,
@@ -96,7 +115,10 @@ impl<const M: usize> Iterator for Segments<'_, M> {
 
     #[inline]
     fn next(&mut self) -> Option<([usize; M], usize)> {
-        let mut at = self.rows.next()?;
+        let mut at = match &mut self.rows {
+            Rows::Walk(rows) => rows.next()?,
+            Rows::Flat(offsets) => offsets.take()?,
+        };
         let row_start = self.row * self.len;
         let lo = self.range.start.max(row_start) - row_start;
         let hi = self.range.end.min(row_start + self.len) - row_start;
@@ -138,13 +160,23 @@ fn build_rows<O: Send, const M: usize>(
 ) -> Vec<O> {
     let n = layouts[0].numel();
     debug_assert!(layouts[0].is_contiguous() && layouts[0].offset() == 0);
-    let walk = walk_in_logical_order(layouts);
+    // Operands in the output's order already need no walk: what a small op would spend most
+    // of its time building.
+    let flat = layouts.iter().all(|l| l.is_contiguous());
+    let walk = (!flat).then(|| walk_in_logical_order(layouts));
+    let offsets = layouts.map(|l| l.offset());
     let mut out = take_buffer::<O>(n);
     for_each_chunk_mut(
         &mut out.spare_capacity_mut()[..n],
         task_count(n, MIN_TASK),
         ALIGN,
-        |range, part| chunk(part, Segments::new(&walk, range)),
+        |range, part| {
+            let segments = match &walk {
+                Some(walk) => Segments::new(walk, range),
+                None => Segments::flat(offsets, n, range),
+            };
+            chunk(part, segments)
+        },
     );
     // SAFETY: the chunks cover `0..n` exactly once, and `chunk` writes every slot of each
     // (`build`'s closure: the segments of the walk cover the chunk exactly, asserted there,

@@ -214,6 +214,26 @@ fn push_run<S: Element, T: Element, A: Copy, M: Fn(T) -> A, C: Fn(A, A) -> A>(
     }
 }
 
+/// The fold of one run (`len` elements of `src` from `start`, step `stride`): a leaf when it
+/// fits one and is read in place, else its leaves through a cascade.
+#[inline]
+fn fold_run<S: Element, T: Element, A: Copy, M: Fn(T) -> A, C: Fn(A, A) -> A>(
+    src: &[S],
+    start: usize,
+    len: usize,
+    stride: usize,
+    fold: &Fold<A, M, C>,
+) -> A {
+    if len <= LEAF
+        && let (Some(s), 1) = (as_type::<S, T>(src), stride)
+    {
+        return fold.leaf(&s[start..start + len]);
+    }
+    let mut cas = Cascade::new();
+    push_run::<S, T, A, M, C>(&mut cas, src, start, len, stride, fold);
+    finish_lanes(&cas, fold)
+}
+
 /// The fold of a lane-vector cascade.
 fn finish_lanes<A: Copy, M, C: Fn(A, A) -> A>(cas: &Cascade<Lanes<A>>, fold: &Fold<A, M, C>) -> A {
     match cas.finish(&|a, b| fold.add_lanes(a, b)) {
@@ -298,6 +318,20 @@ where
     C: Fn(A, A) -> A + Sync,
 {
     debug_assert_eq!(reduced.len(), layout.rank());
+    let n = layout.numel();
+    if (1..=MIN_TASK).contains(&n) && reduced.iter().all(|&r| r) && layout.is_contiguous() {
+        // One output folding one contiguous run, in one task: what the general path below
+        // computes for it (`reduce_at` of a single run), without building its walks.
+        let mut out = take_buffer::<O>(1);
+        out.push(finish(fold_run::<S, T, A, M, C>(
+            src,
+            layout.offset(),
+            n,
+            1,
+            &fold,
+        )));
+        return out;
+    }
     let sp = split(layout, reduced);
     let k: usize = sp.kept_sizes.iter().product();
     let r: usize = sp.red_sizes.iter().product();
@@ -325,21 +359,14 @@ where
     }
     let single_run = red.rows() == 1;
     let reduce_at = |base: usize, range: std::ops::Range<usize>| -> A {
-        if single_run && range.len() <= LEAF {
-            // One leaf: no cascade.
-            if let (Some(s), 1) = (as_type::<S, T>(src), rin) {
-                return fold.leaf(&s[base + range.start..base + range.end]);
-            }
-        }
-        let mut cas = Cascade::new();
         if single_run {
             let start = base + range.start * rin;
-            push_run::<S, T, A, M, C>(&mut cas, src, start, range.len(), rin, &fold);
-        } else {
-            for_each_segment(&red, range, |[p], len| {
-                push_run::<S, T, A, M, C>(&mut cas, src, base + p, len, rin, &fold)
-            });
+            return fold_run::<S, T, A, M, C>(src, start, range.len(), rin, &fold);
         }
+        let mut cas = Cascade::new();
+        for_each_segment(&red, range, |[p], len| {
+            push_run::<S, T, A, M, C>(&mut cas, src, base + p, len, rin, &fold)
+        });
         finish_lanes(&cas, &fold)
     };
     let threads_wanted = task_count(k * r, MIN_TASK);
