@@ -153,24 +153,26 @@ fn binary_untracked<A: Element, B: Element, O: Element>(
     a: &DynTensor<A>,
     b: &DynTensor<B>,
 ) -> Result<DynTensor<O>> {
+    let broadcast;
     let shape = if a.shape() == b.shape() {
-        a.shape().to_vec()
+        a.shape()
     } else {
-        broadcast_shapes(op, a.shape(), b.shape())?
+        broadcast = broadcast_shapes(op, a.shape(), b.shape())?;
+        &broadcast
     };
     match (fits::<A, O>(), fits::<B, O>()) {
-        (true, true) => binary_fitting::<A, B, O>(op, bop, a, b, &shape),
+        (true, true) => binary_fitting::<A, B, O>(op, bop, a, b, shape),
         (false, true) => {
             let a = a.try_to_dtype::<C<O>>()?;
-            binary_fitting::<C<O>, B, O>(op, bop, &a, b, &shape)
+            binary_fitting::<C<O>, B, O>(op, bop, &a, b, shape)
         }
         (true, false) => {
             let b = b.try_to_dtype::<C<O>>()?;
-            binary_fitting::<A, C<O>, O>(op, bop, a, &b, &shape)
+            binary_fitting::<A, C<O>, O>(op, bop, a, &b, shape)
         }
         (false, false) => {
             let (a, b) = (a.try_to_dtype::<C<O>>()?, b.try_to_dtype::<C<O>>()?);
-            binary_fitting::<C<O>, C<O>, O>(op, bop, &a, &b, &shape)
+            binary_fitting::<C<O>, C<O>, O>(op, bop, &a, &b, shape)
         }
     }
 }

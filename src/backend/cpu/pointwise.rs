@@ -81,12 +81,12 @@ enum Rows<'a, const M: usize> {
 }
 
 impl<'a, const M: usize> Segments<'a, M> {
-    /// The one segment of `range` over operands that are contiguous from `offsets`, `n`
-    /// elements each.
-    fn flat(offsets: [usize; M], n: usize, range: Range<usize>) -> Self {
+    /// The one segment of `range` over operands of `n` elements that step by `strides` (1:
+    /// contiguous, 0: one element broadcast) from `offsets`.
+    fn flat(offsets: [usize; M], strides: [usize; M], n: usize, range: Range<usize>) -> Self {
         Segments {
             rows: Rows::Flat((!range.is_empty()).then_some(offsets)),
-            strides: [1; M],
+            strides,
             len: n,
             range,
             row: 0,
@@ -160,11 +160,21 @@ fn build_rows<O: Send, const M: usize>(
 ) -> Vec<O> {
     let n = layouts[0].numel();
     debug_assert!(layouts[0].is_contiguous() && layouts[0].offset() == 0);
-    // Operands in the output's order already need no walk: what a small op would spend most
-    // of its time building.
-    let flat = layouts.iter().all(|l| l.is_contiguous());
+    // Operands in the output's order, or one element broadcast to all (a scalar operand),
+    // need no walk: what a small op would spend most of its time building.
+    let flat_step = |l: &Layout| {
+        if l.is_contiguous() {
+            Some(1)
+        } else if l.strides().iter().all(|&s| s == 0) {
+            Some(0)
+        } else {
+            None
+        }
+    };
+    let steps = layouts.map(flat_step);
+    let flat = steps.iter().all(Option::is_some);
     let walk = (!flat).then(|| walk_in_logical_order(layouts));
-    let offsets = layouts.map(|l| l.offset());
+    let (offsets, strides) = (layouts.map(|l| l.offset()), steps.map(|s| s.unwrap_or(0)));
     let mut out = take_buffer::<O>(n);
     for_each_chunk_mut(
         &mut out.spare_capacity_mut()[..n],
@@ -173,7 +183,7 @@ fn build_rows<O: Send, const M: usize>(
         |range, part| {
             let segments = match &walk {
                 Some(walk) => Segments::new(walk, range),
-                None => Segments::flat(offsets, n, range),
+                None => Segments::flat(offsets, strides, n, range),
             };
             chunk(part, segments)
         },
