@@ -25,7 +25,7 @@ use super::formulas::view_grad::{ViewGrad, embed_grad, view};
 use super::mode::GradMode;
 use super::node::{GradInfo, Meta, Node, ViewOf};
 use super::record::{Input, input, node};
-use crate::backend::op::BinaryOp;
+use crate::backend::op::{BinaryOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;
@@ -67,6 +67,35 @@ pub(crate) fn record_inplace<E: Element>(
         let _off = GradMode::no_grad();
         dst.try_copy_(&new)?;
     }
+    rebase(dst, new_node);
+    Ok(())
+}
+
+/// The unary op `u` (as op `op`) in place on `dst`, which
+/// [`inplace_recorded`](super::record::inplace_recorded) said must be recorded: written
+/// through `dst` by `write` and recorded there, without a copy, when `u`'s formula does not
+/// read its input (`relu_`, `exp_`, `sigmoid_`, `tanh_`: they read their output, as
+/// PyTorch's do, so a later write over it makes `backward` the error); through
+/// [`record_inplace`] otherwise.
+pub(crate) fn unary_inplace<E: Element>(
+    op: &'static str,
+    u: UnaryOp,
+    dst: &DynTensor<E>,
+    write: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    dst.check_overlap(op)?;
+    match super::formulas::unary_in_place(u, dst, write)? {
+        Some(node) => {
+            rebase(dst, node);
+            Ok(())
+        }
+        None => record_inplace(op, dst, |old| crate::ops::unary(op, u, old)),
+    }
+}
+
+/// Continues `dst`, whose new value was just written, from `new_node`; through a view, its
+/// base continues from a `CopySlices` node (see the module docs).
+fn rebase<E: Element>(dst: &DynTensor<E>, new_node: Arc<Node>) {
     let meta = dst
         .meta()
         .expect("a recorded in-place op writes into a tensor of a graph");
@@ -112,7 +141,6 @@ pub(crate) fn record_inplace<E: Element>(
             meta.rebase_view(new_node, generation);
         }
     }
-    Ok(())
 }
 
 /// The elements `rel` selects of `g` (of the base's shape), as a recorded view.

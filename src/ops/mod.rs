@@ -106,7 +106,9 @@ pub(crate) fn unary<E: Element>(
 /// `x = uop(x)` through the view `dst`.
 pub(crate) fn unary_<E: Element>(op: &'static str, uop: UnaryOp, dst: &DynTensor<E>) -> Result<()> {
     if autograd::inplace_recorded(op, dst, false)? {
-        return autograd::record_inplace(op, dst, |old| unary(op, uop, old));
+        return autograd::unary_inplace(op, uop, dst, || {
+            dispatch::unary_(op, uop, dst.storage(), dst.layout())
+        });
     }
     dst.check_overlap(op)?;
     dispatch::unary_(op, uop, dst.storage(), dst.layout())

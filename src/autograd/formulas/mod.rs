@@ -16,7 +16,7 @@ pub(crate) use along::{cat, cumprod, cumsum, same_op, softmax};
 pub(crate) use index::{gather, index_select, scatter_add};
 pub(crate) use matmul::matmul;
 pub(crate) use norm::normalize;
-pub(crate) use pointwise::{binary, clamp, constant, root, select, unary};
+pub(crate) use pointwise::{binary, clamp, constant, root, select, unary, unary_in_place};
 pub(crate) use reduce::{extreme, pick, pnorm, reduce};
 pub(crate) use view_grad::{identity, view};
 

@@ -2,13 +2,14 @@
 //! until its derivative is written.
 
 use super::{OP, Temp, bin, bin_c, cast_back, mul, mul_c, some, sum_to, un};
-use crate::autograd::node::Saved;
-use crate::autograd::record::{input, record};
+use crate::autograd::node::{Meta, Node, Saved};
+use crate::autograd::record::{Input, input, node, record};
 use crate::backend::op::{BinaryOp, CompareOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::tensor::DynTensor;
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
+use std::sync::Arc;
 
 /// What a unary op's formula reads.
 enum Needs {
@@ -114,8 +115,41 @@ pub(crate) fn unary<E: Element>(u: UnaryOp, x: &DynTensor<E>, y: DynTensor<E>) -
     let needs = unary_needs(u);
     let saved_x = matches!(needs, Needs::Input).then(|| Saved::input(x));
     let saved_y = matches!(needs, Needs::Output).then(|| Saved::output(&y));
-    let frees = !matches!(needs, Needs::Nothing);
-    record(u.name(), y, vec![input(x)], frees, move |g, node| {
+    match unary_node(u, input(x), y.shape(), saved_x, saved_y) {
+        Some(n) => y.with_meta(Some(Meta::interior(n))),
+        None => y,
+    }
+}
+
+/// The node of `u` written in place through `dst` by `write`, when `u`'s formula does not
+/// read its input (it reads its output, which is `dst` after the write, or nothing): its
+/// input is `dst`'s value before the write. `None`, with nothing written, when the formula
+/// reads the input; the caller then records the op on a copy.
+pub(crate) fn unary_in_place<E: Element>(
+    u: UnaryOp,
+    dst: &DynTensor<E>,
+    write: impl FnOnce() -> Result<()>,
+) -> Result<Option<Arc<Node>>> {
+    let needs = unary_needs(u);
+    if matches!(needs, Needs::Input) {
+        return Ok(None);
+    }
+    let edge = input(dst);
+    write()?;
+    let saved_y = matches!(needs, Needs::Output).then(|| Saved::output(dst));
+    Ok(unary_node(u, edge, dst.shape(), None, saved_y))
+}
+
+/// The node of `u` over `x` (its edge), with what its formula reads saved.
+fn unary_node<E: Element>(
+    u: UnaryOp,
+    x: Input,
+    shape: &[usize],
+    saved_x: Option<Saved<E>>,
+    saved_y: Option<Saved<E>>,
+) -> Option<Arc<Node>> {
+    let frees = saved_x.is_some() || saved_y.is_some();
+    node::<E>(u.name(), shape, vec![x], frees, move |g, node| {
         let g = g.into_typed::<E>(node.name)?;
         let x = saved_x.as_ref().map(|s| s.get(node)).transpose()?;
         let y = saved_y.as_ref().map(|s| s.get(node)).transpose()?;
