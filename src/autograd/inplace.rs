@@ -3,7 +3,9 @@
 //! An in-place op `op_` on a tensor `t` made by a recorded op (grad mode on) runs as its
 //! out-of-place form on a recorded copy of `t`'s current value; the result's elements are
 //! written through `t`, and `t` continues from the result's node: its later uses send their
-//! gradients there, through the op, back to `t`'s old history.
+//! gradients there, through the op, back to `t`'s old history. A unary op whose formula
+//! reads only its output or nothing (`relu_`, `exp_`, `sigmoid_`, …) needs no copy: it
+//! writes through `t` and its node saves `t` as its output ([`unary_inplace`]).
 //!
 //! A write through a view `v` of a base `b` also changes `b`. `b` then continues from a
 //! `CopySlices` node (PyTorch's name): the gradient of `b`'s new value goes to `b`'s old value
@@ -16,8 +18,10 @@
 //!   base and their graph membership as they were.
 //! - Nodes that saved the elements overwritten see the storage's version move, so a backward
 //!   pass that needs them is an error naming the node (as before this module existed).
-//! - The copy of `t`'s old value is what the op's formula saves, never `t`'s storage, so an
-//!   op that saves its input (`mul_`) differentiates the value it read.
+//! - No formula saves `t`'s storage as its input: an op whose formula reads its input
+//!   (`mul_`, `sin_`) reads the copy of `t`'s old value, so it differentiates the value it
+//!   read; one that reads its output saves `t` after its write, and a later write over that
+//!   is the backward error above.
 //! - A leaf that requires grad, or a view of one, is never written with grad mode on.
 
 use super::formulas::some;
