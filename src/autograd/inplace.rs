@@ -24,8 +24,8 @@
 //!   is the backward error above.
 //! - A leaf that requires grad, or a view of one, is never written with grad mode on.
 
-use super::formulas::some;
 use super::formulas::view_grad::{ViewGrad, embed_grad, view};
+use super::formulas::{some, sum_to};
 use super::mode::GradMode;
 use super::node::{GradInfo, Meta, Node, ViewOf};
 use super::record::{Input, input, node};
@@ -115,6 +115,10 @@ fn rebase<E: Element>(dst: &DynTensor<E>, new_node: Arc<Node>) {
                 .rel()
                 .cloned()
                 .expect("views without a strided place are refused");
+            debug_assert!(
+                !rel.has_broadcast_dim(),
+                "writes into expanded views are refused"
+            );
             let base_info = GradInfo {
                 dtype: E::DTYPE,
                 shape: v.base_layout.sizes().to_vec(),
@@ -200,6 +204,12 @@ fn node_from_base<E: Element>(base: &Arc<Node>, v: &ViewOf, out: &GradInfo) -> A
                  elements have no strided place in it to send the gradient to",
             ));
         };
+        if rel.has_broadcast_dim() {
+            // An expanded view: its broadcast dims' gradients add up in one element each.
+            let collapsed = rel.collapse_broadcast();
+            let g = sum_to(g, collapsed.sizes())?;
+            return Ok(vec![some(embed_grad(&g, &shape, &collapsed)?)]);
+        }
         Ok(vec![some(embed_grad(&g, &shape, rel)?)])
     })
     .expect("a node into a base that requires grad")

@@ -179,15 +179,16 @@ impl ViewOf {
     }
 
     /// The view's elements as a view of a contiguous tensor of the base's shape
-    /// ([`Layout::relative_to`]); `None` for an `as_strided` view that has no such form, and
-    /// for a view in which several indices reach one element (no place to embed a gradient
-    /// in; writes into it are refused anyway).
+    /// ([`Layout::relative_to`]); `None` for an `as_strided` view that has no such form, or
+    /// one whose indices collide other than along broadcast (stride-0) dims. An expanded
+    /// view keeps its broadcast dims (its gradient is summed over them); writes into it are
+    /// refused anyway.
     pub(crate) fn rel(&self) -> Option<&Layout> {
         self.rel
             .get_or_init(|| {
                 self.layout
                     .relative_to(&self.base_layout)
-                    .filter(|r| !r.has_internal_overlap())
+                    .filter(|r| !r.collapse_broadcast().has_internal_overlap())
             })
             .as_ref()
     }

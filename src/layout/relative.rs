@@ -10,9 +10,10 @@ impl Layout {
     /// element `rel(i)` of `base`'s row-major order. `None` when `base` may reach one element
     /// twice (it must pass [`Layout::is_provably_non_overlapping`]), when this view reaches an
     /// element outside `base`, or when its positions do not map linearly into `base`'s index
-    /// space (an `as_strided` view across `base`'s dims).
+    /// space (an `as_strided` view across the dims of a strided `base`).
     ///
-    /// Every storage position that `base` reaches has one index in it: with `base`'s dims
+    /// For a contiguous `base` the map is a shift. Otherwise every storage position that
+    /// `base` reaches has one index in it: with `base`'s dims
     /// of size > 1 taken from the largest stride down, each stride exceeds the positions all
     /// smaller ones reach together, so dividing by the strides in that order finds the index
     /// digit by digit. A view maps linearly when its offset and each of its strides decompose
@@ -31,8 +32,18 @@ impl Layout {
     /// assert!(Layout::new(&[2], &[2], 10).unwrap().relative_to(&base).is_none());
     /// ```
     pub fn relative_to(&self, base: &Layout) -> Option<Layout> {
-        if !base.is_provably_non_overlapping() {
+        if self.numel() == 0 {
+            return Layout::new(&self.sizes, &vec![0; self.rank()], 0).ok();
+        }
+        if base.numel() == 0 || !base.is_provably_non_overlapping() {
             return None;
+        }
+        // A contiguous base's row-major order is its storage order: any view inside it (a
+        // reshape across its dims included) is the same layout, shifted.
+        if base.is_contiguous() {
+            let offset = self.offset.checked_sub(base.offset)?;
+            let rel = Layout::new(&self.sizes, &self.strides, offset).ok()?;
+            return (rel.required_storage_len() <= base.numel()).then_some(rel);
         }
         let contiguous = contiguous_strides(&base.sizes)?;
         // Base dims of size > 1 from the largest stride down, with their row-major strides.
@@ -59,9 +70,6 @@ impl Layout {
                 .map(|(&digit, &(_, _, c))| digit * c)
                 .sum()
         };
-        if self.numel() == 0 {
-            return Layout::new(&self.sizes, &vec![0; self.rank()], 0).ok();
-        }
         let start = digits(self.offset.checked_sub(base.offset)?)?;
         // The furthest digit the view reaches in each base dim.
         let mut reach = start.clone();
@@ -123,6 +131,10 @@ mod tests {
             c.narrow(2, 1, 2).unwrap().transpose(0, 2).unwrap(),
             Layout::new(&[3, 4], &[9, 2], 7).unwrap(),
         ];
+        // A reshape across a contiguous base's dims, and a narrow of it.
+        let flat = c.view(&[60]).unwrap();
+        check(&flat, &c);
+        check(&flat.narrow(0, 7, 20).unwrap(), &c);
         for base in &bases {
             let views = [
                 base.clone(),
@@ -170,7 +182,29 @@ mod tests {
         // An overlapping base.
         let wide = Layout::contiguous(&[3]).unwrap().expand(&[2, 3]).unwrap();
         assert!(wide.relative_to(&wide).is_none());
-        // Empty views relate to anything that does not overlap.
+        // Empty views relate to anything; nothing non-empty relates to an empty base.
         assert!(base.narrow(0, 1, 0).unwrap().relative_to(&base).is_some());
+        let empty = Layout::new(&[1, 2, 0], &[6, 0, 7], 1).unwrap();
+        assert!(
+            Layout::new(&[1], &[1], 1)
+                .unwrap()
+                .relative_to(&empty)
+                .is_none()
+        );
+        let empty = Layout::new(&[2, 0], &[5, 0], 5).unwrap();
+        assert!(
+            Layout::new(&[2, 2], &[5, 0], 5)
+                .unwrap()
+                .relative_to(&empty)
+                .is_none()
+        );
+        // Past the end of a contiguous base.
+        let c = Layout::contiguous(&[2, 3]).unwrap();
+        assert!(
+            Layout::new(&[2], &[1], 5)
+                .unwrap()
+                .relative_to(&c)
+                .is_none()
+        );
     }
 }

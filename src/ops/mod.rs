@@ -299,7 +299,21 @@ pub(crate) fn inplace_source<E: Element, B: Element>(
     dst: &DynTensor<E>,
     src: &DynTensor<B>,
 ) -> Result<DynTensor<B>> {
-    let layout = expand_layout(src.layout(), dst.shape()).map_err(|_| {
+    let src = src.with_layout(inplace_source_layout(op, dst, src)?);
+    if src.storage().lock_order() == dst.storage().lock_order() {
+        Ok(src.clone())
+    } else {
+        Ok(src)
+    }
+}
+
+/// The layout of `src` broadcast to `dst`'s shape, or the error naming both shapes.
+fn inplace_source_layout<E: Element, B: Element>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    src: &DynTensor<B>,
+) -> Result<Layout> {
+    expand_layout(src.layout(), dst.shape()).map_err(|_| {
         Error::new(
             ErrorKind::ShapeMismatch,
             op,
@@ -309,13 +323,7 @@ pub(crate) fn inplace_source<E: Element, B: Element>(
                 dst.shape()
             ),
         )
-    })?;
-    let src = src.with_layout(layout);
-    if src.storage().lock_order() == dst.storage().lock_order() {
-        Ok(src.clone())
-    } else {
-        Ok(src)
-    }
+    })
 }
 
 /// `x = bop(x, y)` through the view `dst`, with `y` from `src` broadcast to its shape,
@@ -328,7 +336,7 @@ pub(crate) fn binary_<E: Element, B: Element, P: Element>(
     src: &DynTensor<B>,
 ) -> Result<()> {
     if autograd::inplace_recorded(op, dst, autograd::tracks(src))? {
-        inplace_source(op, dst, src)?; // the shape check
+        inplace_source_layout(op, dst, src)?; // the shape check
         return autograd::record_inplace(op, dst, |old| {
             converted::<P, E>(&binary::<E, B, P>(op, bop, old, src)?)
         });

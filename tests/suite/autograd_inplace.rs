@@ -26,6 +26,8 @@ enum Place {
     TransposedNarrow(usize, usize),
     /// `narrow(0, start, len)` then `select(1, index)`: a view of a view.
     NarrowSelect(usize, usize, usize),
+    /// Flattened (a view across the dims), then `narrow(0, start, len)`.
+    FlatNarrow(usize, usize),
 }
 
 impl Place {
@@ -36,6 +38,7 @@ impl Place {
             Place::Select(d, i) => h.select(d as isize, i as isize),
             Place::TransposedNarrow(s, l) => h.t().narrow(0, s as isize, l),
             Place::NarrowSelect(s, l, i) => h.narrow(0, s as isize, l).select(1, i as isize),
+            Place::FlatNarrow(s, l) => h.view(&[-1]).narrow(0, s as isize, l),
         }
     }
 }
@@ -95,6 +98,8 @@ fn place_for(a: usize, b: usize) -> impl Strategy<Value = Place> {
             (1..=a - s)
                 .prop_flat_map(move |l| (0..b).prop_map(move |i| Place::NarrowSelect(s, l, i)))
         }),
+        (0..a * b)
+            .prop_flat_map(move |s| { (1..=a * b - s).prop_map(move |l| Place::FlatNarrow(s, l)) }),
     ]
 }
 
@@ -317,4 +322,39 @@ fn an_activation_in_place_saves_its_output_like_pytorch() {
     loss.backward();
     let want: Vec<f64> = [1.0f64, -2.0, 3.0].iter().map(|v| v.cos()).collect();
     assert_eq!(x.grad().unwrap().to_vec(), want);
+}
+
+#[test]
+fn reshaped_and_expanded_views_follow_their_base() {
+    // A flat view across the base's dims, written in place.
+    let x = leaf(vec![1.0, -2.0, 3.0, 4.0, -5.0, 6.0], &[2, 3]);
+    let h = &x * 1.0;
+    h.view(&[6]).relu_();
+    (&h * &h).sum().backward();
+    assert_eq!(
+        x.grad().unwrap().to_vec(),
+        vec![2.0, 0.0, 6.0, 8.0, 0.0, 12.0]
+    );
+    // A flat view made before its base was written: it reads 2x.
+    let x = leaf(vec![1.0, -2.0, 3.0, 4.0, -5.0, 6.0], &[2, 3]);
+    let h = &x * 1.0;
+    let f = h.view(&[6]);
+    h.mul_scalar_(2.0);
+    (&f * &f).sum().backward();
+    let want: Vec<f64> = x.to_vec().iter().map(|v| 8.0 * v).collect();
+    assert_eq!(x.grad().unwrap().to_vec(), want);
+    // An expanded view made before its base was written: each element counted twice.
+    let x = leaf(vec![1.0, 2.0, 3.0], &[3]);
+    let h = &x * 1.0;
+    let e = h.unsqueeze(0).expand(&[2, 3]);
+    h.mul_scalar_(2.0);
+    e.sum().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![4.0, 4.0, 4.0]);
+    // Written through a row of the expanded view: Σ e² = 2 Σ (2x)².
+    let x = leaf(vec![1.0, 2.0, 3.0], &[3]);
+    let h = &x * 1.0;
+    let e = h.unsqueeze(0).expand(&[2, 3]);
+    e.select(0, 0).mul_scalar_(2.0);
+    (&e * &e).sum().backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![16.0, 32.0, 48.0]);
 }

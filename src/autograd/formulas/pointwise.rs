@@ -137,7 +137,8 @@ pub(crate) fn unary_in_place<E: Element>(
     let edge = input(dst);
     write()?;
     let saved_y = matches!(needs, Needs::Output).then(|| Saved::output(dst));
-    Ok(unary_node(u, edge, dst.shape(), None, saved_y))
+    let node = unary_node(u, edge, dst.shape(), None, saved_y);
+    Ok(Some(node.expect("a float tensor of a graph has an edge")))
 }
 
 /// The node of `u` over `x` (its edge), with what its formula reads saved.
