@@ -5,7 +5,7 @@ use crate::dtype::Float;
 use crate::error::{Error, ErrorKind, Result};
 use crate::named::DimTuple;
 use crate::named_tensor::Tensor;
-use crate::optim::{Optimizer, StateReader, StateWriter};
+use crate::optim::{Optimizer, StateReader, StateWriter, TrainingState};
 
 /// A [`GradScaler`]'s options, PyTorch's defaults by [`Default`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,21 +180,23 @@ impl GradScaler {
         }
         Ok(())
     }
+}
 
-    /// Writes PyTorch's `state_dict` entries for a checkpoint
-    /// ([`TrainingState`](crate::optim::TrainingState)).
-    pub(crate) fn save(&self, out: &mut StateWriter) {
+/// PyTorch's `state_dict` entries (`scale`, `growth_factor`, `backoff_factor`,
+/// `growth_interval`, `_growth_tracker`), read back as its `load_state_dict` does (the options
+/// too). A step between its `unscale_` and its `update` is dropped: a checkpoint is loaded
+/// between steps.
+impl TrainingState for GradScaler {
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
         out.number("scale", self.scale);
         out.number("growth_factor", self.config.growth_factor);
         out.number("backoff_factor", self.config.backoff_factor);
         out.count("growth_interval", self.config.growth_interval);
         out.count("_growth_tracker", self.growth_tracker);
+        Ok(())
     }
 
-    /// Reads them back, as PyTorch's `load_state_dict` (the options too); changes nothing
-    /// unless `apply`. A step between its `unscale_` and its `update` is dropped: a
-    /// checkpoint is loaded between steps.
-    pub(crate) fn load(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
+    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
         let config = GradScalerConfig {
             init_scale: from.number("scale")?,
             growth_factor: from.number("growth_factor")?,

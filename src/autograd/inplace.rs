@@ -24,11 +24,11 @@
 //!   is the backward error above.
 //! - A leaf that requires grad, or a view of one, is never written with grad mode on.
 
-use super::formulas::view_grad::{ViewGrad, embed_grad, view};
+use super::formulas::view_grad::{embed_grad, view_at};
 use super::formulas::{some, sum_to};
 use super::mode::GradMode;
 use super::node::{GradInfo, Meta, Node, ViewOf};
-use super::record::{Input, input, node};
+use super::record::{Input, inplace_recorded, input, node};
 use crate::backend::op::{BinaryOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -75,6 +75,24 @@ pub(crate) fn record_inplace<E: Element>(
     Ok(())
 }
 
+/// Where an in-place op on `dst` starts: with grad mode on and `dst` in a graph, runs the op
+/// recorded ([`record_inplace`], with `compute`) and returns `true`; otherwise checks that
+/// `dst` may be written and returns `false`, for the caller's own write. `source_tracked`:
+/// whether the op writes a tensor that requires grad into `dst`.
+pub(crate) fn write_in_place<E: Element>(
+    op: &'static str,
+    dst: &DynTensor<E>,
+    source_tracked: bool,
+    compute: impl FnOnce(&DynTensor<E>) -> Result<DynTensor<E>>,
+) -> Result<bool> {
+    if inplace_recorded(op, dst, source_tracked)? {
+        record_inplace(op, dst, compute)?;
+        return Ok(true);
+    }
+    dst.check_overlap(op)?;
+    Ok(false)
+}
+
 /// The unary op `u` (as op `op`) in place on `dst`, which
 /// [`inplace_recorded`](super::record::inplace_recorded) said must be recorded: written
 /// through `dst` by `write` and recorded there, without a copy, when `u`'s formula does not
@@ -119,21 +137,21 @@ fn rebase<E: Element>(dst: &DynTensor<E>, new_node: Arc<Node>) {
                 !rel.has_broadcast_dim(),
                 "writes into expanded views are refused"
             );
-            let base_info = GradInfo {
+            let shape = v.base_layout.sizes().to_vec();
+            let info = |shape: &[usize]| GradInfo {
                 dtype: E::DTYPE,
-                shape: v.base_layout.sizes().to_vec(),
-            };
-            let view_info = GradInfo {
-                dtype: E::DTYPE,
-                shape: dst.shape().to_vec(),
+                shape: shape.to_vec(),
             };
             let inputs = vec![
-                Input::to_node(v.base.node(), base_info),
-                Input::to_node(Arc::clone(&new_node), view_info),
+                Input::to_node(v.base.node(), info(&shape)),
+                Input::to_node(Arc::clone(&new_node), info(dst.shape())),
             ];
-            let shape = v.base_layout.sizes().to_vec();
-            let copy_slices =
-                node::<E>("CopySlices", &shape.clone(), inputs, false, move |g, n| {
+            let copy_slices = node::<E>(
+                "CopySlices",
+                v.base_layout.sizes(),
+                inputs,
+                false,
+                move |g, n| {
                     let g = g.into_typed::<E>(n.name)?;
                     let inside = view_at(n.name, &g, &rel)?;
                     let outside = crate::ops::binary::<E, E, E>(
@@ -143,24 +161,13 @@ fn rebase<E: Element>(dst: &DynTensor<E>, new_node: Arc<Node>) {
                         &embed_grad(&inside, &shape, &rel)?,
                     )?;
                     Ok(vec![some(outside), some(inside)])
-                })
-                .expect("the base of a recorded view has an edge");
+                },
+            )
+            .expect("the base of a recorded view has an edge");
             let generation = v.base.rebase(copy_slices);
             meta.rebase_view(new_node, generation);
         }
     }
-}
-
-/// The elements `rel` selects of `g` (of the base's shape), as a recorded view.
-fn view_at<E: Element>(op: &'static str, g: &DynTensor<E>, rel: &Layout) -> Result<DynTensor<E>> {
-    let g = g.try_contiguous()?;
-    let at = Layout::new(
-        rel.sizes(),
-        rel.strides(),
-        rel.offset() + g.storage_offset(),
-    )?;
-    let v = g.with_layout(at);
-    view(op, &g, v, ViewGrad::Embed(rel.clone()))
 }
 
 /// Where `out`, a view of `x` sharing its storage, sits in the tensor that `x` is or views.
@@ -192,11 +199,13 @@ fn node_from_base<E: Element>(base: &Arc<Node>, v: &ViewOf, out: &GradInfo) -> A
         dtype: E::DTYPE,
         shape: shape.clone(),
     };
-    let rel = v.rel().cloned();
+    // An expanded view's broadcast dims send their gradients to one element each: summed
+    // over them, the gradient goes to the view's distinct elements.
+    let distinct = v.rel().map(Layout::collapse_broadcast);
     let inputs = vec![Input::to_node(Arc::clone(base), info)];
     node::<E>("view", &out.shape, inputs, false, move |g, n| {
         let g = g.into_typed::<E>(n.name)?;
-        let Some(rel) = &rel else {
+        let Some(rel) = &distinct else {
             return Err(Error::new(
                 ErrorKind::Autograd,
                 n.name,
@@ -204,12 +213,7 @@ fn node_from_base<E: Element>(base: &Arc<Node>, v: &ViewOf, out: &GradInfo) -> A
                  elements have no strided place in it to send the gradient to",
             ));
         };
-        if rel.has_broadcast_dim() {
-            // An expanded view: its broadcast dims' gradients add up in one element each.
-            let collapsed = rel.collapse_broadcast();
-            let g = sum_to(g, collapsed.sizes())?;
-            return Ok(vec![some(embed_grad(&g, &shape, &collapsed)?)]);
-        }
+        let g = sum_to(g, rel.sizes())?;
         Ok(vec![some(embed_grad(&g, &shape, rel)?)])
     })
     .expect("a node into a base that requires grad")

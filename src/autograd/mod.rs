@@ -70,6 +70,6 @@ pub(crate) use formulas::{
     normalize, pick, pnorm, reduce, root, same_op, scatter_add, select, softmax, unary, view,
     view_grad::ViewGrad,
 };
-pub(crate) use inplace::{record_inplace, unary_inplace, view_of};
+pub(crate) use inplace::{record_inplace, unary_inplace, view_of, write_in_place};
 pub(crate) use node::Meta;
 pub(crate) use record::{check_inplace, inplace_recorded, tracks};

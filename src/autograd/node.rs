@@ -153,7 +153,7 @@ pub(crate) struct ViewOf {
     /// The base's layout in the storage the view shares.
     pub(crate) base_layout: Layout,
     /// The view's own layout in that storage.
-    pub(crate) layout: Layout,
+    layout: Layout,
     /// [`ViewOf::rel`], worked out when first needed (an in-place write, a rebased base):
     /// most views are never written through.
     rel: OnceLock<Option<Layout>>,
@@ -262,22 +262,23 @@ impl Meta {
         }
     }
 
-    /// Makes an interior tensor keep its gradient in a slot of its own (`retain_grad`);
-    /// `false` for a leaf, which has one already.
-    pub(crate) fn retain(&self) -> bool {
+    /// Makes an interior tensor keep its gradient in a slot of its own (`retain_grad`); a
+    /// leaf has one already.
+    pub(crate) fn retain(&self) {
         let Meta::Interior(i) = self else {
-            return false;
+            return;
         };
-        let node = self.node();
+        self.node(); // a view's node made current first
+        // Under the history's lock, so that no rebase moves the node away in between.
+        let h = lock(&i.history);
         let mut fresh = false;
         let slot = i.retained.get_or_init(|| {
             fresh = true;
             Arc::new(Mutex::new(None))
         });
         if fresh {
-            lock(&node.retained).push(Arc::downgrade(slot));
+            lock(&h.grad_fn.retained).push(Arc::downgrade(slot));
         }
-        true
     }
 
     /// Continues this interior tensor from `node` after an in-place op wrote its new value:

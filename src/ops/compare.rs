@@ -276,11 +276,10 @@ impl<E: Element> DynTensor<E> {
     pub fn try_masked_fill_(&self, mask: &DynTensor<bool>, value: E) -> Result<&Self> {
         let op = "masked_fill_";
         mask_layout(op, mask, self.shape())?;
-        if crate::autograd::inplace_recorded(op, self, false)? {
-            crate::autograd::record_inplace(op, self, |old| old.try_masked_fill(mask, value))?;
+        if crate::autograd::write_in_place(op, self, false, |old| old.try_masked_fill(mask, value))?
+        {
             return Ok(self);
         }
-        self.check_overlap(op)?;
         let mask = inplace_source(op, self, mask)?;
         let (d, m) = (self.storage(), mask.storage());
         dispatch::masked_fill_(op, d, self.layout(), m, mask.layout(), value)?;

@@ -355,13 +355,12 @@ fn in_place<'a, E: Element>(
     op: &'static str,
     dst: &'a DynTensor<E>,
     source: &DynTensor<E>,
-    out_of_place: impl FnOnce(&'static str, &DynTensor<E>) -> Result<DynTensor<E>>,
+    out_of_place: impl Fn(&'static str, &DynTensor<E>) -> Result<DynTensor<E>>,
 ) -> Result<&'a DynTensor<E>> {
-    if crate::autograd::inplace_recorded(op, dst, crate::autograd::tracks(source))? {
-        crate::autograd::record_inplace(op, dst, |old| out_of_place(op, old))?;
+    let tracked = crate::autograd::tracks(source);
+    if crate::autograd::write_in_place(op, dst, tracked, |old| out_of_place(op, old))? {
         return Ok(dst);
     }
-    dst.check_overlap(op)?;
     let result = out_of_place(op, dst)?;
     with_write_read_buffers(op, dst.storage(), result.storage(), |buf, r| {
         buf.copy_from(op, dst.layout(), r, result.layout())

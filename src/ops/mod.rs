@@ -342,7 +342,7 @@ pub(crate) fn binary_<E: Element, B: Element, P: Element>(
         });
     }
     dst.check_overlap(op)?;
-    inplace_source(op, dst, src)?; // the shape check, before anything is converted
+    inplace_source_layout(op, dst, src)?; // the shape check, before anything is converted
     if P::DTYPE != E::DTYPE {
         // Computed in the wider type, then stored: a new tensor copied back.
         let r = binary::<E, B, P>(op, bop, dst, src)?;

@@ -459,11 +459,9 @@ impl<E: Numeric> DynTensor<E> {
     /// ```
     pub fn try_clamp_<S: Element>(&self, min: S, max: S) -> Result<&Self> {
         check_bounds::<E, S>("clamp_")?;
-        if crate::autograd::inplace_recorded("clamp_", self, false)? {
-            crate::autograd::record_inplace("clamp_", self, |old| old.try_clamp(min, max))?;
+        if crate::autograd::write_in_place("clamp_", self, false, |old| old.try_clamp(min, max))? {
             return Ok(self);
         }
-        self.check_overlap("clamp_")?;
         let clamped = self.try_clamp(min, max)?;
         self.try_copy_(&clamped)?;
         Ok(self)

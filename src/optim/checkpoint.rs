@@ -13,7 +13,6 @@
 //! - State tensors are loaded onto their parameter's device.
 
 use super::{LrScheduler, Optimizer};
-use crate::amp::GradScaler;
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::nn::Module;
@@ -23,7 +22,8 @@ use crate::tensor::DynTensor;
 use std::path::Path;
 
 /// A part of a training run whose state a checkpoint keeps beside the model's parameters,
-/// under the part's name: every [`Optimizer`], [`LrScheduler`] and [`GradScaler`].
+/// under the part's name: every [`Optimizer`], [`LrScheduler`] and
+/// [`GradScaler`](crate::amp::GradScaler).
 pub trait TrainingState {
     /// Writes the state a resumed run needs (buffers, counters, rates).
     fn save_state(&self, out: &mut StateWriter) -> Result<()>;
@@ -236,11 +236,12 @@ pub fn load_checkpoint<E: Float, M: Module<E> + ?Sized>(
 }
 
 /// Saves `model`'s parameters and the state of each named part of the run (an optimiser, a
-/// schedule, a [`GradScaler`], anything that is a [`TrainingState`]) to one safetensors file,
-/// the part's entries under `<name>.`; [`load_training_state`] reads it back. The layout of
-/// the parameters and of the optimiser's and schedule's entries is [`save_checkpoint`]'s;
-/// a [`GradScaler`] writes PyTorch's `state_dict` names (`scale`, `growth_factor`,
-/// `backoff_factor`, `growth_interval`, `_growth_tracker`).
+/// schedule, a [`GradScaler`](crate::amp::GradScaler), anything that is a
+/// [`TrainingState`]) to one safetensors file, the part's entries under `<name>.`;
+/// [`load_training_state`] reads it back. The layout of the parameters and of the optimiser's
+/// and schedule's entries is [`save_checkpoint`]'s; a gradient scaler writes PyTorch's
+/// `state_dict` names (`scale`, `growth_factor`, `backoff_factor`, `growth_interval`,
+/// `_growth_tracker`).
 ///
 /// # Errors
 /// `InvalidArgument` for a part name that is empty, holds a `.`, repeats, or begins a
@@ -404,15 +405,4 @@ fn check_part_names<E: Element>(
         ));
     }
     Ok(())
-}
-
-impl TrainingState for GradScaler {
-    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
-        self.save(out);
-        Ok(())
-    }
-
-    fn load_state(&mut self, from: &StateReader<'_>, apply: bool) -> Result<()> {
-        self.load(from, apply)
-    }
 }

@@ -119,13 +119,10 @@ impl<E: Element> DynTensor<E> {
 
     /// [`DynTensor::fill_`], or an error for an expanded (stride-0) view.
     pub fn try_fill_(&self, value: E) -> Result<&Self> {
-        if crate::autograd::inplace_recorded("fill_", self, false)? {
-            crate::autograd::record_inplace("fill_", self, |old| {
-                DynTensor::full_on(old.shape(), value, old.device())
-            })?;
+        let constant = |old: &Self| DynTensor::full_on(old.shape(), value, old.device());
+        if crate::autograd::write_in_place("fill_", self, false, constant)? {
             return Ok(self);
         }
-        self.check_overlap("fill_")?;
         self.storage
             .write("fill_")?
             .fill("fill_", &self.layout, value)?;

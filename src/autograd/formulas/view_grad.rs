@@ -97,20 +97,26 @@ pub(crate) fn embed_grad<E: Element>(
     }
     let rel = rel.clone();
     Ok(record("embed", z, vec![input(g)], false, move |h, node| {
-        let h = h.into_typed::<E>(node.name)?.try_contiguous()?;
-        let at = Layout::new(
-            rel.sizes(),
-            rel.strides(),
-            rel.offset() + h.storage_offset(),
-        )?;
-        let v = h.with_layout(at);
-        Ok(vec![some(view(
-            "embed",
-            &h,
-            v,
-            ViewGrad::Embed(rel.clone()),
-        )?)])
+        let h = h.into_typed::<E>(node.name)?;
+        Ok(vec![some(view_at("embed", &h, &rel)?)])
     }))
+}
+
+/// The elements `rel` selects of `t` (`rel` relative to a contiguous tensor of `t`'s
+/// shape), as a recorded view: the inverse of [`embed_grad`].
+pub(crate) fn view_at<E: Element>(
+    op: &'static str,
+    t: &DynTensor<E>,
+    rel: &Layout,
+) -> Result<DynTensor<E>> {
+    let t = t.try_contiguous()?;
+    let at = Layout::new(
+        rel.sizes(),
+        rel.strides(),
+        rel.offset() + t.storage_offset(),
+    )?;
+    let v = t.with_layout(at);
+    view(op, &t, v, ViewGrad::Embed(rel.clone()))
 }
 
 /// Records `out`, an elementwise copy of `x` (`contiguous`, `clone`, `to_device`) or its
