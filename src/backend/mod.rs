@@ -18,7 +18,7 @@
 
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::layout::Layout;
+use crate::layout::{Layout, Window2d};
 use device::Device;
 use op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 
@@ -306,6 +306,48 @@ pub(crate) trait Backend {
         b: &Self::Buffer<E>,
         lb: &Layout,
     ) -> Result<Self::Buffer<E>>;
+
+    // ---- sliding windows over the last two dims ----
+
+    /// The windows of `window` over `layout` (sizes `[lead…, H, W]`, rank ≥ 2): row-major
+    /// `[lead…, KH, KW, OH, OW]`, entry `[…, a, b, i, j]` being the input at the coordinates
+    /// [`Window2d::source`] gives, or `pad` where it gives none (im2col). The window fits the
+    /// input (`Window2d::output_size` succeeded on `(H, W)`, giving `(OH, OW)`).
+    fn unfold2d<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        window: &Window2d,
+        pad: E,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// The adjoint of [`Backend::unfold2d`] (col2im): `layout` over `cols` has sizes `[lead…,
+    /// KH, KW, OH, OW]` for an input of `hw = (H, W)`, and the result, row-major `[lead…, H,
+    /// W]`, holds at each input element the sum of the taps that read it, added in the
+    /// compute type in `(KH, KW)` order (each tap reads an element at most once), rounded once
+    /// (deterministic, and the same on every backend). With `winners` (an `i64` view of sizes
+    /// `[lead…, OH, OW]` holding a tap number `a·KW + b`, checked `< KH·KW` by the caller), tap
+    /// `(a, b)` of a window counts only where it is the window's winner (max pooling's
+    /// gradient).
+    fn fold2d<E: Element>(
+        op: &'static str,
+        cols: &Self::Buffer<E>,
+        layout: &Layout,
+        window: &Window2d,
+        hw: (usize, usize),
+        winners: Option<(&Self::Buffer<i64>, &Layout)>,
+    ) -> Result<Self::Buffer<E>>;
+
+    /// Max pooling over `layout` (sizes `[lead…, H, W]`): for each window, row-major `[lead…,
+    /// OH, OW]`, its largest tap and that tap's number `a·KW + b`, taps in the padding counting
+    /// as −∞; the first NaN wins, and otherwise the first of equal maxima (as `max_dim` over
+    /// [`Backend::unfold2d`]'s taps). `E` is a float.
+    fn max_pool2d<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        window: &Window2d,
+    ) -> Result<(Self::Buffer<E>, Self::Buffer<i64>)>;
 
     // ---- rearranging copies ----
 

@@ -18,12 +18,14 @@ mod broadcast;
 mod index;
 mod relative;
 mod view;
+mod window;
 
 pub use blocks::{Block, Coalesced, RowStarts, for_each_block};
 pub use broadcast::broadcast_shapes;
 pub use index::{normalize_dim, normalize_index};
 pub(crate) use index::{normalize_dim_0d, normalize_new_dim};
 pub use view::infer_shape;
+pub use window::Window2d;
 
 use crate::error::{Error, Result};
 

@@ -1,176 +1,18 @@
-//! Sliding windows over the last two dims: `unfold2d` (im2col), and built on it `conv2d`,
-//! `max_pool2d` and `avg_pool2d` with PyTorch's semantics.
+//! Sliding windows over the last two dims: `unfold2d` (im2col) and its adjoint `fold2d`
+//! (col2im), and built on them `conv2d`, `max_pool2d` and `avg_pool2d` with PyTorch's
+//! semantics.
 //!
-//! `unfold2d` is a gather: the last two dims are flattened, a constant column is appended for
-//! the padding, and one `index_select` with a precomputed index of every window position reads
-//! the windows in the order `(KH, KW, OH, OW)`. Its gradient is therefore `index_add`, which
-//! adds the overlapping windows' contributions back (col2im), on every device that has the
-//! two primitives, and `conv2d` is one matrix product over the unfolded input, whose layout
-//! `[N, C·KH·KW, OH·OW]` is a view of the gather's result (no second copy).
+//! Each is one backend primitive (`Backend::unfold2d`, `fold2d`, `max_pool2d`): the windows
+//! come out in the order `(KH, KW, OH, OW)`, so `conv2d` is one matrix product over the
+//! unfolded input, whose layout `[N, C·KH·KW, OH·OW]` is a view of it (no second copy). The
+//! gradient of `unfold2d` is `fold2d` and the reverse; max pooling keeps each window's winning
+//! tap, and its gradient is `fold2d` of the output's gradient counting only the winners.
 
 use crate::dtype::{Element, Float};
 use crate::error::{Error, ErrorKind, Result};
+use crate::layout::Window2d;
+use crate::storage::dispatch;
 use crate::tensor::{DynTensor, or_panic};
-
-/// The geometry of a 2-d sliding window: kernel, stride, zero padding and dilation, each
-/// `(rows, cols)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Window2d {
-    /// Kernel size.
-    pub kernel: (usize, usize),
-    /// Step between windows.
-    pub stride: (usize, usize),
-    /// Padding added on both sides.
-    pub padding: (usize, usize),
-    /// Spacing between kernel taps.
-    pub dilation: (usize, usize),
-}
-
-impl Window2d {
-    /// A `kh × kw` kernel with stride 1, no padding, no dilation.
-    ///
-    /// ```
-    /// let w = namedtensor::ops::Window2d::new(3, 3).stride(2).padding(1);
-    /// assert_eq!(w.output_size(8, 8).unwrap(), (4, 4));
-    /// ```
-    pub fn new(kh: usize, kw: usize) -> Self {
-        Window2d {
-            kernel: (kh, kw),
-            stride: (1, 1),
-            padding: (0, 0),
-            dilation: (1, 1),
-        }
-    }
-
-    /// The same stride along both dims.
-    pub fn stride(mut self, s: usize) -> Self {
-        self.stride = (s, s);
-        self
-    }
-
-    /// The same padding along both dims.
-    pub fn padding(mut self, p: usize) -> Self {
-        self.padding = (p, p);
-        self
-    }
-
-    /// The same dilation along both dims.
-    pub fn dilation(mut self, d: usize) -> Self {
-        self.dilation = (d, d);
-        self
-    }
-
-    /// The number of window positions `(OH, OW)` over an `h × w` input.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidArgument`] when the kernel, stride or dilation is 0 or the
-    /// (dilated) kernel does not fit the padded input; [`ErrorKind::Overflow`] when the padded
-    /// input `size + 2·padding` or the dilated kernel's span `dilation·(kernel − 1) + 1`
-    /// overflows `usize`.
-    ///
-    /// ```
-    /// use namedtensor::{ops::Window2d, ErrorKind};
-    /// let huge = Window2d::new(2, 2).padding(usize::MAX / 2);
-    /// assert_eq!(huge.output_size(4, 4).unwrap_err().kind(), ErrorKind::Overflow);
-    /// ```
-    pub fn output_size(&self, h: usize, w: usize) -> Result<(usize, usize)> {
-        self.output_size_for("unfold2d", h, w)
-    }
-
-    /// [`Window2d::output_size`], its errors naming `op`.
-    fn output_size_for(&self, op: &'static str, h: usize, w: usize) -> Result<(usize, usize)> {
-        let one = |what: &str, size: usize, k: usize, s: usize, p: usize, d: usize| {
-            if k == 0 || s == 0 || d == 0 {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    op,
-                    format!(
-                        "the kernel, stride and dilation must be positive ({what}: kernel {k}, \
-                         stride {s}, dilation {d})"
-                    ),
-                ));
-            }
-            let span = (k - 1)
-                .checked_mul(d)
-                .and_then(|s| s.checked_add(1))
-                .ok_or_else(|| {
-                    Error::overflow(
-                        op,
-                        format!(
-                            "the span of the dilated {what} kernel (dilation {d} × (kernel {k} \
-                             − 1) + 1)"
-                        ),
-                    )
-                })?;
-            let padded = p
-                .checked_mul(2)
-                .and_then(|both| size.checked_add(both))
-                .ok_or_else(|| {
-                    Error::overflow(
-                        op,
-                        format!("the number of padded input {what}s ({size} + 2 × padding {p})"),
-                    )
-                })?;
-            if padded < span {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    op,
-                    format!(
-                        "the {what} kernel spans {span} entries (kernel {k}, dilation {d}) but \
-                         the input has {size} (+ padding {p} on each side)"
-                    ),
-                ));
-            }
-            Ok((padded - span) / s + 1)
-        };
-        let (kh, kw) = self.kernel;
-        let (sh, sw) = self.stride;
-        let (ph, pw) = self.padding;
-        let (dh, dw) = self.dilation;
-        Ok((
-            one("row", h, kh, sh, ph, dh)?,
-            one("column", w, kw, sw, pw, dw)?,
-        ))
-    }
-
-    /// For each window tap and position, in the order `(KH, KW, OH, OW)`, the index into the
-    /// flattened `h × w` input, or `h·w` (the padding column) where the tap falls outside it.
-    /// `taps` is `kh·kw·oh·ow`, checked by the caller; the vector is allocated fallibly (an
-    /// [`ErrorKind::OutOfMemory`] error where the host cannot hold it).
-    fn gather_index(
-        &self,
-        op: &'static str,
-        (h, w): (usize, usize),
-        (oh, ow): (usize, usize),
-        taps: usize,
-    ) -> Result<Vec<i64>> {
-        let (kh, kw) = self.kernel;
-        let ((sh, sw), (ph, pw), (dh, dw)) = (self.stride, self.padding, self.dilation);
-        crate::storage::reserve_buffer::<i64>(op, taps)?;
-        let mut idx = crate::storage::take_buffer(taps);
-        // A tap's position in the padded input, `i·s + k·d` for position `i < o` and tap
-        // `k < kernel`, is at most `(padded − span) + (span − 1)` (`output_size_for`), so it
-        // fits `usize`; it lies inside the input where it is at least the padding and less
-        // than the padding plus the input's size.
-        let inside = |pos: usize, p: usize, size: usize| pos.checked_sub(p).filter(|&r| r < size);
-        for ki in 0..kh {
-            for kj in 0..kw {
-                for i in 0..oh {
-                    let r = inside(i * sh + ki * dh, ph, h);
-                    for j in 0..ow {
-                        let c = inside(j * sw + kj * dw, pw, w);
-                        // `r·w + c < h·w`, the numel of an existing tensor: no overflow.
-                        idx.push(match (r, c) {
-                            (Some(r), Some(c)) => (r * w + c) as i64,
-                            _ => (h * w) as i64,
-                        });
-                    }
-                }
-            }
-        }
-        Ok(idx)
-    }
-}
 
 /// The product of `factors` as a size that a shape can hold (at most `isize::MAX`), or an
 /// [`ErrorKind::Overflow`] error naming `what`.
@@ -238,29 +80,103 @@ impl<E: Element> DynTensor<E> {
         let (h, w) = (self.shape()[rank - 2], self.shape()[rank - 1]);
         let (oh, ow) = window.output_size_for(op, h, w)?;
         let (kh, kw) = window.kernel;
-        let taps = checked_count(
+        checked_count(
             op,
             "the number of window taps kernel rows × kernel cols × output rows × output cols =",
             &[kh, kw, oh, ow],
         )?;
-        let lead: Vec<isize> = self.shape()[..rank - 2]
-            .iter()
-            .map(|&s| s as isize)
-            .collect();
-        let mut flat_shape = lead.clone();
-        flat_shape.push((h * w) as isize);
-        let flat = self.try_reshape(&flat_shape)?;
-        // One constant column after the input: the target of every tap outside it.
-        let mut pad_shape: Vec<usize> = self.shape()[..rank - 2].to_vec();
-        pad_shape.push(1);
-        let pad = DynTensor::full_on(&pad_shape, pad_value, self.device())?;
-        let padded = DynTensor::try_cat(&[&flat, &pad], -1)?;
-        let index = window.gather_index(op, (h, w), (oh, ow), taps)?;
-        let index = DynTensor::try_from_vec(index, &[taps])?.to_device(self.device())?;
-        // Each factor is at most `taps`, which fits `isize`.
-        let mut out_shape = lead;
-        out_shape.extend([kh, kw, oh, ow].map(|s| s as isize));
-        padded.try_index_select(-1, &index)?.try_reshape(&out_shape)
+        let mut out_shape = self.shape()[..rank - 2].to_vec();
+        out_shape.extend([kh, kw, oh, ow]);
+        checked_count(op, "the number of window entries", &out_shape)?;
+        let buf = dispatch::unfold2d(op, self.storage(), self.layout(), &window, pad_value)?;
+        let out = DynTensor::from_contiguous_buffer(buf, &out_shape)?;
+        if !crate::autograd::tracks(self) {
+            return Ok(out);
+        }
+        Ok(crate::autograd::same_op(op, self, out, move |g| {
+            g.fold_windows(op, window, (h, w), None)
+        }))
+    }
+
+    /// The adjoint of [`DynTensor::unfold2d`] (col2im): `[…, KH, KW, OH, OW]` windows of an
+    /// `h × w` input, summed back onto `[…, H, W]` (each input entry gets the sum of the taps
+    /// that read it; taps in the padding are dropped). With `[N, C·KH·KW, L]` reshaped to
+    /// `[N, C, KH, KW, OH, OW]`, this is PyTorch's `F.fold`. Differentiable (its gradient is
+    /// `unfold2d`). Panics where [`DynTensor::try_fold2d`] fails.
+    ///
+    /// ```
+    /// use namedtensor::{ops::Window2d, DynTensor};
+    /// let x = DynTensor::<f32>::ones(&[3, 3]);
+    /// let w = Window2d::new(2, 2);
+    /// // How many windows read each entry: 1 at the corners, 4 in the middle.
+    /// let counts = x.unfold2d(w, 0.0).fold2d(w, (3, 3));
+    /// assert_eq!(counts.to_vec(), vec![1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0]);
+    /// ```
+    #[track_caller]
+    pub fn fold2d(&self, window: Window2d, hw: (usize, usize)) -> DynTensor<E> {
+        or_panic(self.try_fold2d(window, hw))
+    }
+
+    /// [`DynTensor::fold2d`], or an error.
+    ///
+    /// # Errors
+    /// The errors of [`Window2d::output_size`] for `hw`, and [`ErrorKind::ShapeMismatch`]
+    /// where the tensor is not `[…, KH, KW, OH, OW]` for that window and input.
+    ///
+    /// ```
+    /// use namedtensor::{ops::Window2d, DynTensor, ErrorKind};
+    /// let cols = DynTensor::<f32>::zeros(&[2, 2, 3, 3]);
+    /// let e = cols.try_fold2d(Window2d::new(2, 2), (5, 5)).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::ShapeMismatch);  // a 5 × 5 input has 4 × 4 windows
+    /// ```
+    pub fn try_fold2d(&self, window: Window2d, hw: (usize, usize)) -> Result<DynTensor<E>> {
+        self.fold_windows("fold2d", window, hw, None)
+    }
+
+    /// [`DynTensor::try_fold2d`], its errors naming `op`; with `winners` (tap numbers `a·KW +
+    /// b` over `[…, OH, OW]`, from `Backend::max_pool2d`), each window counts only its winning
+    /// tap.
+    fn fold_windows(
+        &self,
+        op: &'static str,
+        window: Window2d,
+        (h, w): (usize, usize),
+        winners: Option<&DynTensor<i64>>,
+    ) -> Result<DynTensor<E>> {
+        let (oh, ow) = window.output_size_for(op, h, w)?;
+        let (kh, kw) = window.kernel;
+        let rank = self.dim();
+        let fits = rank >= 4 && self.shape()[rank - 4..] == [kh, kw, oh, ow];
+        if !fits {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                op,
+                format!(
+                    "the windows of a {h} × {w} input through kernel {:?} have shape [..., {kh},                      {kw}, {oh}, {ow}], got {:?}",
+                    window.kernel,
+                    self.shape()
+                ),
+            ));
+        }
+        let mut out_shape = self.shape()[..rank - 4].to_vec();
+        out_shape.extend([h, w]);
+        checked_count(op, "the number of folded entries", &out_shape)?;
+        let win = winners.map(|t| (t.storage(), t.layout()));
+        let buf = dispatch::fold2d(op, self.storage(), self.layout(), &window, (h, w), win)?;
+        let out = DynTensor::from_contiguous_buffer(buf, &out_shape)?;
+        if !crate::autograd::tracks(self) {
+            return Ok(out);
+        }
+        let winners = winners.cloned();
+        Ok(crate::autograd::same_op(op, self, out, move |g| {
+            let taps = g.unfold_windows(op, window, E::ZERO)?;
+            let Some(winners) = &winners else {
+                return Ok(taps);
+            };
+            // Only the winners passed the gradient on: theirs comes back, zero elsewhere.
+            let mask = winners_mask::<E>(winners, kh, kw)?;
+            crate::ops::binary::<E, E, E>(op, crate::backend::op::BinaryOp::Mul, &taps, &mask)
+        }))
     }
 }
 
@@ -364,8 +280,34 @@ impl<E: Float> DynTensor<E> {
     /// [`DynTensor::max_pool2d`], or the errors of [`DynTensor::try_unfold2d`] (named
     /// `max_pool2d`).
     pub fn try_max_pool2d(&self, window: Window2d) -> Result<DynTensor<E>> {
-        let taps = pooled_taps("max_pool2d", self, window, E::from_f64(f64::NEG_INFINITY))?;
-        Ok(taps.try_max_dim(-3, false)?.0)
+        const OP: &str = "max_pool2d";
+        let rank = self.dim();
+        if rank < 2 {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                OP,
+                format!("needs at least 2 dims, got shape {:?}", self.shape()),
+            ));
+        }
+        let (h, w) = (self.shape()[rank - 2], self.shape()[rank - 1]);
+        let (oh, ow) = window.output_size_for(OP, h, w)?;
+        let mut out_shape = self.shape()[..rank - 2].to_vec();
+        out_shape.extend([oh, ow]);
+        checked_count(OP, "the number of windows", &out_shape)?;
+        let (values, taps) = dispatch::max_pool2d(OP, self.storage(), self.layout(), &window)?;
+        let out = DynTensor::from_contiguous_buffer(values, &out_shape)?;
+        if !crate::autograd::tracks(self) {
+            return Ok(out);
+        }
+        let winners = DynTensor::<i64>::from_contiguous_buffer(taps, &out_shape)?;
+        let (kh, kw) = window.kernel;
+        Ok(crate::autograd::same_op(OP, self, out, move |g| {
+            // Every tap of a window sees the window's gradient; only the winner keeps it.
+            let mut taps: Vec<isize> = g.shape().iter().map(|&s| s as isize).collect();
+            taps.splice(rank - 2..rank - 2, [kh as isize, kw as isize]);
+            let spread = g.try_unsqueeze(-3)?.try_unsqueeze(-3)?.try_expand(&taps)?;
+            spread.fold_windows(OP, window, (h, w), Some(&winners))
+        }))
     }
 
     /// PyTorch's `F.avg_pool2d` over the last two dims, padding counted as zeros in the
@@ -402,4 +344,18 @@ fn pooled_taps<E: Float>(
     shape.push((window.kernel.0 * window.kernel.1) as isize);
     shape.extend(cols.shape()[r - 2..].iter().map(|&s| s as isize));
     cols.try_reshape(&shape)
+}
+
+/// `[…, KH, KW, OH, OW]`: one where tap `(a, b)` is its window's winner in `winners` (`[…,
+/// OH, OW]` tap numbers `a·KW + b`), zero elsewhere.
+fn winners_mask<E: Element>(
+    winners: &DynTensor<i64>,
+    kh: usize,
+    kw: usize,
+) -> Result<DynTensor<E>> {
+    let taps = DynTensor::<i64>::try_arange(0, (kh * kw) as i64, 1)?
+        .to_device(winners.device())?
+        .try_reshape(&[kh as isize, kw as isize, 1, 1])?;
+    let w = winners.try_unsqueeze(-3)?.try_unsqueeze(-3)?;
+    w.try_eq(&taps)?.try_to_dtype::<E>()
 }

@@ -60,8 +60,8 @@ pub use crate::dtype::promote::{
     DivOutput, Promote, Promoted, ScalarDivOutput, ScalarPromote, ScalarPromoted, SumOutput,
     can_cast,
 };
+pub use crate::layout::Window2d;
 pub use compare::{try_where_, where_};
-pub use conv::Window2d;
 pub use einsum::{einsum, try_einsum};
 pub(crate) use normalize::{normalize, normalized};
 pub use npy::{NpzFile, load_npz, save_npz};

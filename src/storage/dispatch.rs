@@ -21,7 +21,7 @@ use crate::backend::device::mixed_devices;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::layout::Layout;
+use crate::layout::{Layout, Window2d};
 
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::CudaBuffer;
@@ -360,6 +360,52 @@ pub(crate) fn matmul<E: Element>(
         b,
         |ga, gb| on_backend!(op, (ga => x, gb => y), B => B::matmul::<E>(op, x, la, y, lb), new_buffer),
     )
+}
+
+/// The sliding windows of `window` over the last two dims (see [`Backend::unfold2d`]).
+pub(crate) fn unfold2d<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    window: &Window2d,
+    pad: E,
+) -> Result<Buffer<E>> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::unfold2d::<E>(op, s, layout, window, pad), new_buffer)
+}
+
+/// The windows `cols` summed back onto an `hw` input, only the `winners`' taps where given
+/// (see [`Backend::fold2d`]).
+pub(crate) fn fold2d<E: Element>(
+    op: &'static str,
+    cols: &Storage<E>,
+    layout: &Layout,
+    window: &Window2d,
+    hw: (usize, usize),
+    winners: Option<(&Storage<i64>, &Layout)>,
+) -> Result<Buffer<E>> {
+    match winners {
+        None => {
+            let g = cols.read();
+            on_backend!(op, (&*g => c), B => B::fold2d::<E>(op, c, layout, window, hw, None), new_buffer)
+        }
+        Some((win, lw)) => super::with_read_buffers2(
+            cols,
+            win,
+            |gc, gw| on_backend!(op, (gc => c, gw => w), B => B::fold2d::<E>(op, c, layout, window, hw, Some((w, lw))), new_buffer),
+        ),
+    }
+}
+
+/// Max pooling: each window's largest tap and its number (see [`Backend::max_pool2d`]).
+pub(crate) fn max_pool2d<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    window: &Window2d,
+) -> Result<(Buffer<E>, Buffer<i64>)> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::max_pool2d::<E>(op, s, layout, window), new_pair)
 }
 
 /// The view `layout` over `src` with the dims where `flip` is true reversed.

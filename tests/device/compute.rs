@@ -959,6 +959,64 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    #![proptest_config(common::proptest_cases(48))]
+
+    /// The window kernels (`unfold2d`, `fold2d`, `max_pool2d` and its gradient, which is
+    /// `fold2d` of the winners) on random 4-d views and geometries agree with the CPU bit for
+    /// bit: the values are multiples of 1/4, so every sum is exact, and both backends add each
+    /// input element's taps in the same order anyway.
+    #[test]
+    fn window_kernels_on_random_views_match_the_cpu(
+        shape in proptest::collection::vec(1usize..4, 2..3),
+        hw in (1usize..7, 1usize..7),
+        geometry in proptest::collection::vec(0usize..3, 8),
+        seeds in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..3),
+        value_seed in proptest::prelude::any::<u64>(),
+    ) {
+        use namedtensor::ops::Window2d;
+        let Some(dev) = common::devices::available(Device::Cuda(0)) else { return Ok(()) };
+        let g = |k: usize| geometry[k];
+        let win = Window2d {
+            kernel: (1 + g(0), 1 + g(1)),
+            stride: (1 + g(2) % 2, 1 + g(3) % 2),
+            padding: (g(4) % 2, g(5) % 2),
+            dilation: (1 + g(6) % 2, 1 + g(7) % 2),
+        };
+        let mut full = shape.clone();
+        full.extend([hw.0, hw.1]);
+        let n: usize = full.iter().product();
+        let vals: Vec<f32> = (0..n as u64)
+            .map(|i| (((i ^ value_seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as f32 - 16.0) / 4.0)
+            .collect();
+        let base = DynTensor::from_vec(vals, &full);
+        let (mut c, mut d) = (base.shallow_clone(), on(dev, &base));
+        for &s in &seeds {
+            // views that keep rank 4 with the last two dims possibly swapped or narrowed
+            let (c2, d2, _) = random_view(&c, &d, s);
+            (c, d) = (c2, d2);
+        }
+        let r = c.dim();
+        let (h, w) = (c.shape()[r - 2], c.shape()[r - 1]);
+        let ctx = format!("{:?} through {seeds:?}, window {win:?}", full);
+        let Ok(_) = win.output_size(h, w) else {
+            proptest::prop_assert!(d.try_unfold2d(win, 0.5).is_err(), "{}", ctx);
+            return Ok(());
+        };
+        let (uc, ud) = (c.unfold2d(win, 0.5), d.unfold2d(win, 0.5));
+        close(&format!("unfold2d of {ctx}"), &uc, &ud, 0.0)?;
+        let (uc, ud) = (uc.flip(&[-1]), ud.flip(&[-1]));
+        close(&format!("fold2d of {ctx}"), &uc.fold2d(win, (h, w)), &ud.fold2d(win, (h, w)), 0.0)?;
+        let (pc, pd) = (c.max_pool2d(win), d.max_pool2d(win));
+        close(&format!("max_pool2d of {ctx}"), &pc, &pd, 0.0)?;
+        let (xc, xd) = (c.contiguous().requires_grad_(true), d.contiguous().requires_grad_(true));
+        let gy = DynTensor::from_vec((0..pc.numel()).map(|i| (i % 7) as f32 - 3.0).collect(), pc.shape());
+        (&xc.max_pool2d(win) * &gy).sum().backward();
+        (&xd.max_pool2d(win) * &on(dev, &gy)).sum().backward();
+        close(&format!("max_pool2d gradient of {ctx}"), &xc.grad().unwrap(), &xd.grad().unwrap(), 0.0)?;
+    }
+}
+
 mod training {
     use super::*;
     use namedtensor::nn::loss::CrossEntropy;

@@ -978,3 +978,76 @@ fn second_derivatives_of_layer_and_rms_norm() {
         }
     }
 }
+
+#[test]
+fn window_op_gradients_match_finite_differences() {
+    use namedtensor::ops::Window2d;
+    let leaf = |v: Vec<f64>, shape: &[usize]| DynTensor::from_vec(v, shape).requires_grad_(true);
+    // Distinct values (no ties inside a pooling window, where the derivative jumps).
+    let spread = |n: usize, seed: u64| -> Vec<f64> {
+        values(n, seed)
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x + i as f64 * 0.37)
+            .collect()
+    };
+    let x = || leaf(spread(60, 1), &[2, 1, 5, 6]);
+    let mut strided = Window2d::new(3, 2).stride(2).padding(1);
+    strided.dilation = (1, 2);
+    check(
+        "conv2d",
+        &[
+            leaf(spread(120, 1), &[2, 2, 5, 6]),
+            leaf(values(36, 2), &[3, 2, 3, 2]),
+            leaf(values(3, 3), &[3]),
+        ],
+        &|xs| xs[0].conv2d(&xs[1], Some(&xs[2]), strided),
+    );
+    let overlapping = Window2d::new(3, 3).stride(2).padding(1);
+    check("max_pool2d", &[x()], &|xs| xs[0].max_pool2d(overlapping));
+    check("avg_pool2d", &[x()], &|xs| xs[0].avg_pool2d(overlapping));
+    let (oh, ow) = overlapping.output_size(5, 6).unwrap();
+    check(
+        "fold2d",
+        &[leaf(spread(2 * 9 * oh * ow, 4), &[2, 3, 3, oh, ow])],
+        &|xs| xs[0].fold2d(overlapping, (5, 6)),
+    );
+    // max_pool2d's gradient is itself differentiable (a fold of the winners): the second
+    // derivative of Σ y³ against finite differences of the first derivative.
+    use namedtensor::autograd::{BackwardOptions, grad};
+    let v = spread(60, 5);
+    let loss = |x: &T| x.max_pool2d(overlapping).powf(3.0).sum();
+    let first = |v: &[f64]| -> Vec<f64> {
+        let x = leaf(v.to_vec(), &[2, 1, 5, 6]);
+        loss(&x).backward();
+        x.grad().unwrap().to_vec()
+    };
+    let xg = leaf(v.clone(), &[2, 1, 5, 6]);
+    let g = grad(&[&loss(&xg)], None, &[&xg], BackwardOptions::create_graph()).unwrap()[0]
+        .clone()
+        .unwrap();
+    let r = DynTensor::from_vec(spread(60, 6), &[2, 1, 5, 6]);
+    let h = grad(
+        &[&(&g * &r).sum()],
+        None,
+        &[&xg],
+        BackwardOptions::default(),
+    )
+    .unwrap()[0]
+        .clone()
+        .unwrap()
+        .to_vec();
+    let rv = r.to_vec();
+    for i in 0..v.len() {
+        let (mut p, mut m) = (v.clone(), v.clone());
+        p[i] += 1e-6;
+        m[i] -= 1e-6;
+        let (gp, gm) = (first(&p), first(&m));
+        let numeric: f64 = (0..v.len()).map(|j| rv[j] * (gp[j] - gm[j]) / 2e-6).sum();
+        assert!(
+            (h[i] - numeric).abs() < 1e-4 * (1.0 + numeric.abs()),
+            "max_pool2d second derivative [{i}]: {} vs {numeric}",
+            h[i]
+        );
+    }
+}

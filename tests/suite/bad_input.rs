@@ -453,10 +453,10 @@ fn window_sizes_and_schedules_that_overflow_are_errors() {
     assert_error(
         x.try_max_pool2d(wide),
         ErrorKind::Overflow,
-        &["max_pool2d:", "window taps"],
+        &["max_pool2d:", "number of windows"],
     );
-    // A window count that fits but whose gather index (2^42 entries of 8 bytes) the host
-    // cannot hold: an allocation error, not an abort.
+    // A window count that fits but whose windows (2^42 taps of 4 bytes) the host cannot hold:
+    // an allocation error, not an abort.
     let padded = Window2d::new(1, 1).padding(1 << 20);
     assert_error(
         x.try_avg_pool2d(padded),

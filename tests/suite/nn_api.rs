@@ -477,6 +477,172 @@ mod unfold_prop {
         out
     }
 
+    /// The input coordinates tap `(a, b)` of window `(i, j)` reads, or `None` in the padding.
+    fn source(
+        win: Window2d,
+        (h, w): (usize, usize),
+        (a, b, i, j): (usize, usize, usize, usize),
+    ) -> Option<usize> {
+        let r = (i * win.stride.0 + a * win.dilation.0).checked_sub(win.padding.0)?;
+        let c = (j * win.stride.1 + b * win.dilation.1).checked_sub(win.padding.1)?;
+        (r < h && c < w).then_some(r * w + c)
+    }
+
+    /// Every `(a, b, i, j)` in row-major order of `[KH, KW, OH, OW]`.
+    fn taps(win: Window2d, (oh, ow): (usize, usize)) -> Vec<(usize, usize, usize, usize)> {
+        let (kh, kw) = win.kernel;
+        let mut out = Vec::new();
+        for a in 0..kh {
+            for b in 0..kw {
+                for i in 0..oh {
+                    for j in 0..ow {
+                        out.push((a, b, i, j));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Each plane of `cols` (`[planes, KH, KW, OH, OW]` row-major) added back onto its `h × w`
+    /// input by the definition; `keep(plane, tap, (a, b, i, j))` says which taps count.
+    fn naive_fold(
+        cols: &[f64],
+        planes: usize,
+        win: Window2d,
+        hw: (usize, usize),
+        ohw: (usize, usize),
+        keep: &dyn Fn(usize, (usize, usize, usize, usize)) -> bool,
+    ) -> Vec<f64> {
+        let all = taps(win, ohw);
+        let mut out = vec![0.0; planes * hw.0 * hw.1];
+        for p in 0..planes {
+            for (k, &t) in all.iter().enumerate() {
+                if let Some(at) = source(win, hw, t).filter(|_| keep(p, t)) {
+                    out[p * hw.0 * hw.1 + at] += cols[p * all.len() + k];
+                }
+            }
+        }
+        out
+    }
+
+    /// Max pooling by the definition: per window, the first largest tap (the padding is −∞)
+    /// and the input position it read, if any.
+    fn naive_max_pool(
+        x: &[f64],
+        planes: usize,
+        win: Window2d,
+        hw: (usize, usize),
+        (oh, ow): (usize, usize),
+    ) -> (Vec<f64>, Vec<Option<usize>>) {
+        let (kh, kw) = win.kernel;
+        let (mut values, mut at) = (Vec::new(), Vec::new());
+        for p in 0..planes {
+            for i in 0..oh {
+                for j in 0..ow {
+                    let mut best: (f64, Option<usize>) = (f64::NEG_INFINITY, None);
+                    let mut first = true;
+                    for a in 0..kh {
+                        for b in 0..kw {
+                            let src = source(win, hw, (a, b, i, j));
+                            let v = src.map_or(f64::NEG_INFINITY, |s| x[p * hw.0 * hw.1 + s]);
+                            if first || v > best.0 {
+                                best = (v, src);
+                            }
+                            first = false;
+                        }
+                    }
+                    values.push(best.0);
+                    at.push(best.1);
+                }
+            }
+        }
+        (values, at)
+    }
+
+    proptest! {
+        #![proptest_config(crate::common::proptest_cases(64))]
+        /// `unfold2d`, `fold2d` and `max_pool2d` (each a backend kernel) against their
+        /// definitions, on inputs seen through every kind of view (strided, offset, transposed,
+        /// expanded) with leading dims, in several dtypes; the gradients of `fold2d` (which is
+        /// `unfold2d`) and of `max_pool2d` (the output's gradient at each window's winner).
+        /// The values are small integers, so every sum is exact in every dtype.
+        #[test]
+        fn window_kernels_match_their_definitions_on_views(
+            lead in proptest::collection::vec(0usize..3, 0..3), h in 1usize..7, w in 1usize..7,
+            kh in 1usize..4, kw in 1usize..4, sh in 1usize..3, sw in 1usize..3,
+            ph in 0usize..2, pw in 0usize..2, dh in 1usize..3, dw in 1usize..3,
+            kind in crate::common::view_kind(), seed in 0u64..1000,
+        ) {
+            use crate::common::{make_view, to_f64};
+            use namedtensor::{bf16, DType};
+            let win = Window2d { kernel: (kh, kw), stride: (sh, sw), padding: (ph, pw), dilation: (dh, dw) };
+            let Ok((oh, ow)) = win.output_size(h, w) else { return Ok(()) };
+            let planes: usize = lead.iter().product();
+            let mut shape = lead.clone();
+            shape.extend([h, w]);
+            let mut cshape = lead.clone();
+            cshape.extend([kh, kw, oh, ow]);
+            // unfold2d of every element type (a copy by element size), against the definition
+            fn check_unfold<E: namedtensor::Element>(shape: &[usize], kind: crate::common::ViewKind, seed: u64, win: Window2d, planes: usize, hw: (usize, usize), ohw: (usize, usize)) -> Result<(), TestCaseError> {
+                let x = make_view::<E>(shape, kind, seed);
+                let xs = to_f64(&x);
+                let cols = to_f64(&x.unfold2d(win, E::from_f64(7.0)));
+                let all = taps(win, ohw);
+                let want: Vec<f64> = (0..planes).flat_map(|p| all.iter().map(move |&t| (p, t)))
+                    .map(|(p, t)| source(win, hw, t).map_or(7.0, |s| xs[p * hw.0 * hw.1 + s]))
+                    .collect();
+                prop_assert_eq!(cols, want, "unfold2d of {:?} {:?} ({:?})", shape, kind, E::DTYPE);
+                Ok(())
+            }
+            check_unfold::<f32>(&shape, kind, seed, win, planes, (h, w), (oh, ow))?;
+            check_unfold::<bf16>(&shape, kind, seed, win, planes, (h, w), (oh, ow))?;
+            check_unfold::<i64>(&shape, kind, seed, win, planes, (h, w), (oh, ow))?;
+            check_unfold::<u8>(&shape, kind, seed, win, planes, (h, w), (oh, ow))?;
+            // fold2d of a viewed cols tensor, in f32, bf16 and i32
+            let c = make_view::<f32>(&cshape, kind, seed + 1);
+            let want = naive_fold(&to_f64(&c), planes, win, (h, w), (oh, ow), &|_, _| true);
+            prop_assert_eq!(to_f64(&c.fold2d(win, (h, w))), want.clone(), "fold2d f32");
+            let cb = make_view::<bf16>(&cshape, kind, seed + 1);
+            prop_assert_eq!(to_f64(&cb.fold2d(win, (h, w))), want.clone(), "fold2d bf16");
+            let ci = make_view::<i32>(&cshape, kind, seed + 1);
+            prop_assert_eq!(to_f64(&ci.fold2d(win, (h, w))), want, "fold2d i32");
+            // fold2d's gradient is unfold2d of the output's gradient
+            let cg = c.detach().requires_grad_(true);
+            let r = make_view::<f32>(&shape, crate::common::ViewKind::Contiguous, seed + 2);
+            (&cg.fold2d(win, (h, w)) * &r).sum().backward();
+            prop_assert_eq!(cg.grad().unwrap().to_vec(), r.unfold2d(win, 0.0).to_vec());
+            // max_pool2d: values, and the gradient at each window's first maximum
+            for dtype in [DType::F32, DType::F64] {
+                let x = make_view::<f64>(&shape, kind, seed + 3);
+                let xs = to_f64(&x);
+                let (values, at) = naive_max_pool(&xs, planes, win, (h, w), (oh, ow));
+                let g = make_view::<f64>(&{ let mut s = lead.clone(); s.extend([oh, ow]); s }, crate::common::ViewKind::Contiguous, seed + 4);
+                let mut want_grad = vec![0.0; planes * h * w];
+                for (k, a) in at.iter().enumerate() {
+                    if let Some(a) = a {
+                        want_grad[(k / (oh * ow)) * h * w + a] += g.to_vec()[k];
+                    }
+                }
+                let (got, grad) = if dtype == DType::F32 {
+                    let x = make_view::<f32>(&shape, kind, seed + 3).requires_grad_(true);
+                    let y = x.max_pool2d(win);
+                    (&y * &g.to_dtype::<f32>()).sum().backward();
+                    (to_f64(&y), x.grad().map(|t| to_f64(&t)))
+                } else {
+                    let x = x.requires_grad_(true);
+                    let y = x.max_pool2d(win);
+                    (&y * &g).sum().backward();
+                    (to_f64(&y), x.grad().map(|t| to_f64(&t)))
+                };
+                prop_assert_eq!(got, values, "max_pool2d {:?} values", dtype);
+                if planes > 0 {
+                    prop_assert_eq!(grad.unwrap(), want_grad, "max_pool2d {:?} gradient", dtype);
+                }
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(crate::common::proptest_cases(64))]
         /// Forward against the definition on random sizes and geometries (and a transposed,

@@ -36,7 +36,7 @@ use crate::backend::device::Device;
 use crate::backend::op::{BinaryLoop, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryLoop, UnaryOp};
 use crate::dtype::{DType, Element, Kernel, Native};
 use crate::error::Result;
-use crate::layout::Layout;
+use crate::layout::{Layout, Window2d};
 use half::{bf16, f16};
 use std::marker::PhantomData;
 
@@ -304,6 +304,16 @@ pub(crate) trait Instances: Element {
     fn flip(src: &[Self], layout: &Layout, flip: &[bool]) -> Vec<Self>;
     /// See [`Backend::triangle`].
     fn triangle(src: &[Self], layout: &Layout, diagonal: isize, lower: bool) -> Vec<Self>;
+    /// See [`Backend::fold2d`].
+    fn fold2d(
+        cols: &[Self],
+        layout: &Layout,
+        window: &Window2d,
+        hw: (usize, usize),
+        winners: Option<(&[i64], &Layout)>,
+    ) -> Vec<Self>;
+    /// See [`Backend::max_pool2d`].
+    fn max_pool2d(src: &[Self], layout: &Layout, window: &Window2d) -> (Vec<Self>, Vec<i64>);
 }
 
 impl<E: Kernel> Reduced<E> {
@@ -569,6 +579,18 @@ macro_rules! instances {
                 let (m, n) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
                 mask_triangle(&mut data, m, n, diagonal, lower, <$t as Element>::ZERO);
                 data
+            }
+            fn fold2d(
+                cols: &[$t],
+                layout: &Layout,
+                window: &Window2d,
+                hw: (usize, usize),
+                winners: Option<(&[i64], &Layout)>,
+            ) -> Vec<$t> {
+                super::window::fold2d(cols, layout, window, hw, winners)
+            }
+            fn max_pool2d(src: &[$t], layout: &Layout, window: &Window2d) -> (Vec<$t>, Vec<i64>) {
+                super::window::max_pool2d(src, layout, window)
             }
         }
     )*)*};
@@ -957,6 +979,53 @@ impl Backend for Cpu {
     ) -> Result<Vec<E>> {
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::flip(retype(src), layout, flip))))
+    }
+
+    fn unfold2d<E: Element>(
+        op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        window: &Window2d,
+        pad: E,
+    ) -> Result<Vec<E>> {
+        let r = layout.rank();
+        let (oh, ow) = window.output_size(layout.sizes()[r - 2], layout.sizes()[r - 1])?;
+        let (kh, kw) = window.kernel;
+        let lead: usize = layout.sizes()[..r - 2].iter().product();
+        reserve::<E>(op, lead.saturating_mul(kh * kw).saturating_mul(oh * ow))?;
+        Ok(words::unfold2d(src, layout, window, pad))
+    }
+
+    fn fold2d<E: Element>(
+        op: &'static str,
+        cols: &Vec<E>,
+        layout: &Layout,
+        window: &Window2d,
+        hw: (usize, usize),
+        winners: Option<(&Vec<i64>, &Layout)>,
+    ) -> Result<Vec<E>> {
+        let lead: usize = layout.sizes()[..layout.rank() - 4].iter().product();
+        reserve::<E>(op, lead.saturating_mul(hw.0 * hw.1))?;
+        let winners = winners.map(|(b, l)| (b.as_slice(), l));
+        Ok(
+            dtype_match!(E::DTYPE, T => retype_vec(T::fold2d(retype(cols), layout, window, hw, winners))),
+        )
+    }
+
+    fn max_pool2d<E: Element>(
+        op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        window: &Window2d,
+    ) -> Result<(Vec<E>, Vec<i64>)> {
+        let r = layout.rank();
+        let (oh, ow) = window.output_size(layout.sizes()[r - 2], layout.sizes()[r - 1])?;
+        let lead: usize = layout.sizes()[..r - 2].iter().product();
+        reserve::<(E, i64)>(op, lead.saturating_mul(oh * ow))?;
+        Ok(dtype_match!(E::DTYPE, T => {
+            let (values, taps) = T::max_pool2d(retype(src), layout, window);
+            (retype_vec(values), taps)
+        }))
     }
 
     fn triangle<E: Element>(

@@ -18,6 +18,7 @@ mod sort;
 pub(crate) mod stream;
 mod transpose;
 pub(crate) mod vmath;
+mod window;
 mod words;
 
 pub(crate) use copy::copy_cast;

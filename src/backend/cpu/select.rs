@@ -101,7 +101,7 @@ pub(crate) fn index_select<E: Copy + Send + Sync>(
 }
 
 /// The storage displacement of row-major index `flat` of `sizes` seen through `strides`.
-fn unravel(mut flat: usize, sizes: &[usize], strides: &[usize]) -> usize {
+pub(super) fn unravel(mut flat: usize, sizes: &[usize], strides: &[usize]) -> usize {
     let mut pos = 0;
     for (&size, &stride) in sizes.iter().zip(strides).rev() {
         pos += (flat % size) * stride;

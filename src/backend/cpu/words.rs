@@ -16,7 +16,7 @@
 
 use super::copy::{copy_same, fill_strided, full, gather_to_vec};
 use crate::dtype::Element;
-use crate::layout::Layout;
+use crate::layout::{Layout, Window2d};
 
 /// An unsigned integer that stands for the elements of its size.
 pub(crate) trait Word: Copy + Send + Sync + 'static {
@@ -28,6 +28,8 @@ pub(crate) trait Word: Copy + Send + Sync + 'static {
     fn copy(dst: &mut [Self], dst_layout: &Layout, src: &[Self], src_layout: &Layout);
     /// `len` copies of `value`.
     fn full(len: usize, value: Self) -> Vec<Self>;
+    /// The windows of `window` over `layout` (see [`super::window::unfold2d`]).
+    fn unfold2d(src: &[Self], layout: &Layout, window: &Window2d, pad: Self) -> Vec<Self>;
 }
 
 macro_rules! words {
@@ -44,6 +46,9 @@ macro_rules! words {
             }
             fn full(len: usize, value: $t) -> Vec<$t> {
                 full(len, value)
+            }
+            fn unfold2d(src: &[$t], layout: &Layout, window: &Window2d, pad: $t) -> Vec<$t> {
+                super::window::unfold2d(src, layout, window, pad)
             }
         }
     )*};
@@ -121,6 +126,16 @@ pub(crate) fn fill<E: Element>(dst: &mut [E], layout: &Layout, value: E) {
 /// Copies the elements of `src_layout` over `src` to `dst_layout` over `dst` (same sizes).
 pub(crate) fn copy<E: Element>(dst: &mut [E], dst_layout: &Layout, src: &[E], src_layout: &Layout) {
     by_size!(E, W => W::copy(as_words_mut::<E, W>(dst), dst_layout, as_words(src), src_layout))
+}
+
+/// The windows of `window` over `layout` (see [`super::window::unfold2d`]).
+pub(crate) fn unfold2d<E: Element>(
+    src: &[E],
+    layout: &Layout,
+    window: &Window2d,
+    pad: E,
+) -> Vec<E> {
+    by_size!(E, W => into_elements(W::unfold2d(as_words::<E, W>(src), layout, window, to_word(pad))))
 }
 
 /// `len` copies of `value`.

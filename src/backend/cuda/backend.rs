@@ -27,7 +27,7 @@ use crate::backend::device::Device;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, Window2d};
 use std::sync::Arc;
 
 /// The CUDA devices' backend.
@@ -685,6 +685,43 @@ impl Backend for Cuda {
         lb: &Layout,
     ) -> Result<CudaBuffer> {
         blas::matmul(op, a, la, b, lb)
+    }
+
+    fn unfold2d<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        window: &Window2d,
+        pad: E,
+    ) -> Result<CudaBuffer> {
+        super::window::unfold2d(op, src, layout, window, pad)
+    }
+
+    fn fold2d<E: Element>(
+        op: &'static str,
+        cols: &CudaBuffer,
+        layout: &Layout,
+        window: &Window2d,
+        hw: (usize, usize),
+        winners: Option<(&CudaBuffer, &Layout)>,
+    ) -> Result<CudaBuffer> {
+        super::window::fold2d(op, cols, layout, window, hw, winners)
+    }
+
+    fn max_pool2d<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        window: &Window2d,
+    ) -> Result<(CudaBuffer, CudaBuffer)> {
+        if !E::DTYPE.is_float() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                op,
+                format!("max pooling is defined for float tensors, not {}", E::DTYPE),
+            ));
+        }
+        super::window::max_pool2d(op, src, layout, window)
     }
 
     fn flip<E: Element>(

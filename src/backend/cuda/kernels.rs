@@ -31,12 +31,14 @@ pub(crate) enum Source {
     Select,
     /// Sorting of contiguous rows.
     Sort,
+    /// Sliding windows over the last two dims: im2col, col2im, max pooling.
+    Window,
 }
 
 impl Source {
     /// Every source file.
     #[cfg_attr(not(test), allow(dead_code))] // the compile-everything test walks them
-    pub(crate) const ALL: [Source; 7] = [
+    pub(crate) const ALL: [Source; 8] = [
         Source::Copy,
         Source::Unary,
         Source::Binary,
@@ -44,6 +46,7 @@ impl Source {
         Source::Softmax,
         Source::Select,
         Source::Sort,
+        Source::Window,
     ];
 
     /// The file's CUDA C text.
@@ -56,6 +59,7 @@ impl Source {
             Source::Softmax => include_str!("kernels/softmax.cu"),
             Source::Select => include_str!("kernels/select.cu"),
             Source::Sort => include_str!("kernels/sort.cu"),
+            Source::Window => include_str!("kernels/window.cu"),
         }
     }
 
@@ -69,6 +73,7 @@ impl Source {
             Source::Softmax => "softmax.cu",
             Source::Select => "select.cu",
             Source::Sort => "sort.cu",
+            Source::Window => "window.cu",
         }
     }
 }
@@ -238,6 +243,21 @@ impl Kernel {
         Kernel::new(Source::Sort, "sort", &[type_name(dtype)])
     }
 
+    /// The windows of a 2-d sliding window over `dtype` elements (any dtype).
+    pub(crate) fn unfold2d(dtype: DType) -> Kernel {
+        Kernel::new(Source::Window, "unfold2d", &[type_name(dtype)])
+    }
+
+    /// The windows summed back onto their input (any dtype).
+    pub(crate) fn fold2d(dtype: DType) -> Kernel {
+        Kernel::new(Source::Window, "fold2d", &[type_name(dtype)])
+    }
+
+    /// Max pooling of a float `dtype`.
+    pub(crate) fn max_pool2d(dtype: DType) -> Kernel {
+        Kernel::new(Source::Window, "max_pool2d", &[type_name(dtype)])
+    }
+
     /// The program NVRTC compiles for this kernel alone.
     #[cfg_attr(feature = "cuda-emu", allow(dead_code))]
     pub(crate) fn program(&self) -> String {
@@ -315,6 +335,11 @@ pub(crate) fn all_kernels() -> Vec<Kernel> {
             all.push(Kernel::scan(s));
         }
         all.push(Kernel::sort(s));
+        all.push(Kernel::unfold2d(s));
+        all.push(Kernel::fold2d(s));
+        if s.is_float() {
+            all.push(Kernel::max_pool2d(s));
+        }
     }
     all
 }

@@ -312,6 +312,56 @@ pub(crate) fn scan_block_per_lane(lanes: usize, len: usize) -> bool {
     lanes < 1 << 14 && len > 32
 }
 
+/// `NtWindow` of `window.cu`, passed by value: a sliding window's geometry over an `h × w`
+/// input with `oh × ow` positions.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KernelWindow {
+    h: u64,
+    w: u64,
+    oh: u64,
+    ow: u64,
+    kh: u64,
+    kw: u64,
+    sh: u64,
+    sw: u64,
+    ph: u64,
+    pw: u64,
+    dh: u64,
+    dw: u64,
+}
+
+// SAFETY: `KernelWindow` is `repr(C)` plain data, twelve `u64`s without padding, in the order
+// of `NtWindow`'s fields in `window.cu`.
+unsafe impl DeviceRepr for KernelWindow {}
+
+impl KernelWindow {
+    /// The geometry of `window` over an `h × w` input, or the errors of
+    /// [`Window2d::output_size`](crate::layout::Window2d::output_size) (named `op`).
+    pub(crate) fn new(
+        op: &'static str,
+        window: &crate::layout::Window2d,
+        (h, w): (usize, usize),
+    ) -> Result<KernelWindow> {
+        let (oh, ow) = window.output_size_for(op, h, w)?;
+        let u = |v: usize| v as u64;
+        Ok(KernelWindow {
+            h: u(h),
+            w: u(w),
+            oh: u(oh),
+            ow: u(ow),
+            kh: u(window.kernel.0),
+            kw: u(window.kernel.1),
+            sh: u(window.stride.0),
+            sw: u(window.stride.1),
+            ph: u(window.padding.0),
+            pw: u(window.padding.1),
+            dh: u(window.dilation.0),
+            dw: u(window.dilation.1),
+        })
+    }
+}
+
 /// The bytes of `value`, little-endian and zero-extended to 64 bits (`from_bits` in
 /// `common.cuh` reads them back).
 pub(crate) fn scalar_bits<E: Element>(value: E) -> u64 {

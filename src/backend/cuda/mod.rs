@@ -74,6 +74,7 @@ mod rt;
 pub(crate) mod storage;
 #[cfg(test)]
 mod tests;
+mod window;
 
 pub(crate) use backend::Cuda;
 pub(crate) use storage::CudaBuffer;

@@ -108,9 +108,14 @@ fn nvrtc_compiles_every_sort_kernel() {
 }
 
 #[test]
+fn nvrtc_compiles_every_window_kernel() {
+    compile_every_kernel_of(Source::Window);
+}
+
+#[test]
 fn nvrtc_tests_cover_every_source_file() {
     // one `nvrtc_compiles_every_*` test per file above
-    assert_eq!(Source::ALL.len(), 7);
+    assert_eq!(Source::ALL.len(), 8);
 }
 
 #[test]
