@@ -9,19 +9,21 @@ import torch.nn.functional as F
 from worker import serve
 
 
-# The char_transformer example's model and batch (examples/char_transformer): vocabulary
-# 96, model 64, 4 heads, hidden 256, 2 causal pre-norm layers, 16 sequences of 64.
+# The char_transformer example's model (examples/char_transformer): vocabulary 96, causal
+# pre-norm layers; by default its sizes in the nn_transformer cases (model 64, 4 heads, hidden
+# 256, 2 layers, sequences of 64).
 class CharTransformer(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, model=64, heads=4, hidden=256, context=64, layers=2):
         super().__init__()
-        self.tokens = torch.nn.Embedding(96, 64)
-        self.positions = torch.nn.Embedding(64, 64)
+        self.tokens = torch.nn.Embedding(96, model)
+        self.positions = torch.nn.Embedding(context, model)
         self.blocks = torch.nn.ModuleList([
-            torch.nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation="gelu",
-                                             batch_first=True, norm_first=True)
-            for _ in range(2)])
-        self.norm = torch.nn.LayerNorm(64)
-        self.head = torch.nn.Linear(64, 96)
+            torch.nn.TransformerEncoderLayer(model, heads, hidden, dropout=0.0,
+                                             activation="gelu", batch_first=True,
+                                             norm_first=True)
+            for _ in range(layers)])
+        self.norm = torch.nn.LayerNorm(model)
+        self.head = torch.nn.Linear(model, 96)
 
     def forward(self, ids):
         s = ids.shape[1]
@@ -122,6 +124,35 @@ def cases():
         lm_opt.step()
 
     table["nn_transformer_adamw_b16_s64_m64"] = lm_step
+
+    # Real image size: 3x32x32, three conv layers (src/main.rs, training_steps::cnn32).
+    img = torch.rand(32, 3, 32, 32)
+    cnn32 = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(1024, 10))
+    cnn32_opt = torch.optim.AdamW(cnn32.parameters())
+
+    def cnn32_step():
+        cnn32_opt.zero_grad()
+        F.cross_entropy(cnn32(img), yd).backward()
+        cnn32_opt.step()
+
+    table["nn_cnn_adamw_b32_3x32x32"] = cnn32_step
+
+    # GPT-2-small width: model 768, 12 heads, hidden 3072, 2 layers, 4 sequences of 128.
+    wide_ids = torch.randint(0, 96, (4, 129), generator=torch.Generator().manual_seed(0))
+    wide = CharTransformer(768, 12, 3072, 128, 2)
+    wide_opt = torch.optim.AdamW(wide.parameters())
+
+    def wide_step():
+        wide_opt.zero_grad()
+        logits = wide(wide_ids[:, :-1]).reshape(-1, 96)
+        F.cross_entropy(logits, wide_ids[:, 1:].reshape(-1)).backward()
+        wide_opt.step()
+
+    table["nn_transformer_adamw_b4_s128_m768"] = wide_step
 
     def bf16(step):
         def low():

@@ -15,7 +15,7 @@ use namedtensor::{DynTensor, Tensor, dims};
 #[path = "../../examples/char_transformer/model.rs"]
 pub mod char_model;
 
-dims! { Batch, Pixels, Hidden, Classes, Channels, Features, Rows, Cols, Flat }
+dims! { Batch, Pixels, Hidden, Classes, Channels, Features, Rows, Cols, Flat, Image, Ch1, Ch2, Ch3 }
 
 /// Images and their labels.
 type Examples = (Tensor<f32, (Batch, Pixels)>, Tensor<i64, (Batch,)>);
@@ -74,6 +74,40 @@ pub fn cnn() -> impl FnMut() {
     }
 }
 
+/// `nn_cnn_adamw_b32_3x32x32`: images of real size (3 × 32 × 32, CIFAR's), batch 32, three
+/// 3×3 convolutions (3→16→32→64 channels, padding 1) each with ReLU and 2×2 max pooling, then
+/// 1024→10.
+#[allow(dead_code)] // benches/debug-build times the small steps only
+pub fn cnn32() -> impl FnMut() {
+    let same = Window2d::new(3, 3).padding(1);
+    let conv1 = Conv2d::<Image, Ch1, Rows, Cols>::seeded(3, 16, same, 0);
+    let conv2 = Conv2d::<Ch1, Ch2, Rows, Cols>::seeded(16, 32, same, 1);
+    let conv3 = Conv2d::<Ch2, Ch3, Rows, Cols>::seeded(32, 64, same, 2);
+    let fc = Linear::<Flat, Classes>::seeded(1024, 10, 3);
+    let pool = MaxPool2d::<Rows, Cols>::new(2);
+    let params = [
+        conv1.parameters(),
+        conv2.parameters(),
+        conv3.parameters(),
+        fc.parameters(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut opt = Adam::new(params, AdamConfig::adamw());
+    let img = Tensor::<f32, (Batch, Image, Rows, Cols)>::rand([32, 3, 32, 32], 2);
+    let y = Tensor::<i64, (Batch,)>::from_vec((0..32).map(|i| i % 10).collect(), [32]);
+    move || {
+        opt.zero_grad();
+        let h = pool.forward(&conv1.forward(&img).relu());
+        let h = pool.forward(&conv2.forward(&h).relu());
+        let h = pool.forward(&conv3.forward(&h).relu());
+        let logits = fc.forward(&h.merge::<(Ch3, Rows, Cols), Flat>());
+        cross_entropy(&logits, Classes, &y).backward();
+        opt.step().unwrap();
+    }
+}
+
 /// The char_transformer model's sizes in the `nn_transformer` cases (here and `benches/dist`):
 /// 2 layers, model 64, 4 heads, hidden 256, sequences of 64.
 pub const TRANSFORMER_SIZES: char_model::Sizes = char_model::Sizes {
@@ -93,6 +127,30 @@ pub fn transformer() -> impl FnMut() {
     let ids = DynTensor::<i64>::randint(0, 96, &[16, 65], 0);
     let x: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 0, 64).refine_names();
     let y: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 1, 64).refine_names();
+    move || {
+        opt.zero_grad();
+        cross_entropy(&lm.forward(&x), Vocab, &y).backward();
+        opt.step().unwrap();
+    }
+}
+
+/// `nn_transformer_adamw_b4_s128_m768`: the char_transformer model at GPT-2-small's width
+/// (model 768, 12 heads, hidden 3072, sequences of 128) with 2 layers, batch 4.
+#[allow(dead_code)] // benches/debug-build times the small steps only
+pub fn transformer_wide() -> impl FnMut() {
+    use char_model::{Batch, CharTransformer, Seq, Sizes, Vocab};
+    let sizes = Sizes {
+        model: 768,
+        heads: 12,
+        hidden: 3072,
+        context: 128,
+        layers: 2,
+    };
+    let lm = CharTransformer::<f32>::new(sizes);
+    let mut opt = Adam::new(lm.parameters(), AdamConfig::adamw());
+    let ids = DynTensor::<i64>::randint(0, 96, &[4, 129], 0);
+    let x: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 0, 128).refine_names();
+    let y: Tensor<i64, (Batch, Seq)> = ids.narrow(1, 1, 128).refine_names();
     move || {
         opt.zero_grad();
         cross_entropy(&lm.forward(&x), Vocab, &y).backward();

@@ -988,6 +988,8 @@ proptest::proptest! {
         let n: usize = full.iter().product();
         let vals: Vec<f32> = (0..n as u64)
             .map(|i| (((i ^ value_seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) as f32 - 16.0) / 4.0)
+            // some NaNs when the seed says so: pooling takes the first NaN of a window
+            .map(|v| if value_seed % 3 == 0 && v == 3.75 { f32::NAN } else { v })
             .collect();
         let base = DynTensor::from_vec(vals, &full);
         let (mut c, mut d) = (base.shallow_clone(), on(dev, &base));

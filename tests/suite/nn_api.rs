@@ -560,6 +560,48 @@ mod unfold_prop {
         (values, at)
     }
 
+    /// NaN wins a pooling window (the first NaN, which gets the gradient), with and without
+    /// padding (two kernel paths); otherwise the first of equal maxima does.
+    #[test]
+    fn max_pool2d_takes_the_first_nan_then_the_first_maximum() {
+        let nan = f32::NAN;
+        let x = DynTensor::from_vec(
+            vec![
+                1.0, nan, 3.0, 3.0, nan, 2.0, 3.0, 3.0, 0.0, 0.0, 0.0, 0.0, 7.0, 1.0, 1.0, 7.0,
+            ],
+            &[1, 4, 4],
+        );
+        for win in [
+            Window2d::new(2, 2).stride(2),
+            Window2d::new(2, 2).stride(2).padding(1),
+        ] {
+            let x = x.detach().requires_grad_(true);
+            let y = x.max_pool2d(win);
+            y.sum().backward();
+            let g = x.grad().unwrap().to_vec();
+            let picked: Vec<usize> = (0..16).filter(|&i| g[i] != 0.0).collect();
+            if win.padding == (0, 0) {
+                let v = y.to_vec();
+                assert!(
+                    v[0].is_nan() && v[1] == 3.0 && v[2] == 7.0 && v[3] == 7.0,
+                    "{v:?}"
+                );
+                // window 0 holds NaN at 1 and 4: the first; window 1 is four 3s: the first;
+                // windows 2 and 3 have their 7 at 12 and 15
+                assert_eq!(picked, vec![1, 2, 12, 15]);
+            } else {
+                // 3 × 3 windows of taps 2 × 2 over the padded input: corner windows see one
+                // entry each
+                assert_eq!(y.shape(), &[1, 3, 3]);
+                assert!(
+                    y.to_vec()[1].is_nan() && y.to_vec()[0] == 1.0,
+                    "{:?}",
+                    y.to_vec()
+                );
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(crate::common::proptest_cases(64))]
         /// `unfold2d`, `fold2d` and `max_pool2d` (each a backend kernel) against their

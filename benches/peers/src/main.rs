@@ -603,6 +603,16 @@ fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&s
             vec![("namedtensor", timed(step))],
         );
     }
+    if want("nn_cnn_adamw_b32_3x32x32") {
+        let step = training_steps::cnn32();
+        compare(
+            table,
+            workers,
+            "nn_cnn_adamw_b32_3x32x32",
+            [2, 10],
+            vec![("namedtensor", timed(step))],
+        );
+    }
     if want("nn_transformer_adamw_b16_s64_m64") {
         let step = training_steps::transformer();
         compare(
@@ -610,6 +620,16 @@ fn nn_training_cases(table: &mut Table, workers: &mut [Worker], want: &dyn Fn(&s
             workers,
             "nn_transformer_adamw_b16_s64_m64",
             [3, 30],
+            vec![("namedtensor", timed(step))],
+        );
+    }
+    if want("nn_transformer_adamw_b4_s128_m768") {
+        let step = training_steps::transformer_wide();
+        compare(
+            table,
+            workers,
+            "nn_transformer_adamw_b4_s128_m768",
+            [1, 5],
             vec![("namedtensor", timed(step))],
         );
     }

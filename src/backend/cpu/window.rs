@@ -16,6 +16,7 @@ use super::pool::take as take_buffer;
 use super::select::unravel;
 use crate::dtype::{Element, Kernel, Native, cast};
 use crate::layout::{Layout, Window2d};
+use std::hint::select_unpredictable;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
@@ -63,7 +64,7 @@ pub(crate) fn unfold2d<W: Copy + Send + Sync>(
         &mut out.spare_capacity_mut()[..n],
         planes,
         plane,
-        |range, chunk| {
+        move |range, chunk| {
             for (p, dst) in range.zip(chunk.chunks_mut(plane)) {
                 let (l, tap) = (p / (kh * kw), p % (kh * kw));
                 let (a, b) = (tap / kw, tap % kw);
@@ -139,7 +140,7 @@ pub(crate) fn fold2d<E: Kernel + Element>(
     winners: Option<(&[i64], &Layout)>,
 ) -> Vec<E> {
     let r = layout.rank();
-    let kw = window.kernel.1;
+    let (kh, kw) = window.kernel;
     let (oh, ow) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
     let [sa, sb, si, sj] = [r - 4, r - 3, r - 2, r - 1].map(|d| layout.strides()[d]);
     let (lead_sizes, lead_strides, leads) = lead(layout, 4);
@@ -152,11 +153,13 @@ pub(crate) fn fold2d<E: Kernel + Element>(
     let (sh, dh, ph) = (window.stride.0, window.dilation.0, window.padding.0);
     let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
     let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
+    // No two windows share an input element: each stride at least its dilated kernel's span.
+    let disjoint = sh > (kh - 1) * dh && sw > (kw - 1) * dw;
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         leads,
         plane,
-        |range, chunk| {
+        move |range, chunk| {
             let mut acc = vec![<E::Compute as Element>::ZERO; plane];
             for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
                 acc.fill(<E::Compute as Element>::ZERO);
@@ -171,39 +174,63 @@ pub(crate) fn fold2d<E: Kernel + Element>(
                         s[rw - 1],
                     )
                 });
-                for (a, rows) in row_in.iter().cloned().enumerate() {
-                    for (b, js) in col_in.iter().cloned().enumerate() {
-                        if js.is_empty() {
-                            continue;
+                if let Some((idx, wb, wi, wj)) = win.filter(|_| disjoint) {
+                    // Disjoint windows: each input element is read by at most one window, so
+                    // adding each window's value at its winner's position is the same sum
+                    // (at most one term) with one step per window instead of one per tap.
+                    for i in 0..oh {
+                        for j in 0..ow {
+                            let t = idx[wb + i * wi + j * wj] as usize;
+                            let (a, b) = (t / kw, t % kw);
+                            let (Some(y), Some(x)) =
+                                (window.source(0, i, a, h), window.source(1, j, b, w))
+                            else {
+                                continue;
+                            };
+                            let v = cast::<E, E::Compute>(
+                                cols[base + a * sa + b * sb + i * si + j * sj],
+                            );
+                            acc[y * w + x] = acc[y * w + x].nadd(v);
                         }
-                        let tap = (a * kw + b) as i64;
-                        // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
-                        let x0 = js.start * sw + b * dw - pw;
-                        for i in rows.clone() {
-                            let y = i * sh + a * dh - ph;
-                            let from = base + a * sa + b * sb + i * si + js.start * sj;
-                            let to = y * w + x0;
-                            let len = js.len();
-                            match win {
-                                None if sw == 1 && sj == 1 => {
-                                    let dst = &mut acc[to..to + len];
-                                    for (d, &v) in dst.iter_mut().zip(&cols[from..from + len]) {
-                                        *d = d.nadd(cast::<E, E::Compute>(v));
+                    }
+                } else {
+                    for (a, rows) in row_in.iter().cloned().enumerate() {
+                        for (b, js) in col_in.iter().cloned().enumerate() {
+                            if js.is_empty() {
+                                continue;
+                            }
+                            let tap = (a * kw + b) as i64;
+                            // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
+                            let x0 = js.start * sw + b * dw - pw;
+                            for i in rows.clone() {
+                                let y = i * sh + a * dh - ph;
+                                let from = base + a * sa + b * sb + i * si + js.start * sj;
+                                let to = y * w + x0;
+                                let len = js.len();
+                                match win {
+                                    None if sw == 1 && sj == 1 => {
+                                        let dst = &mut acc[to..to + len];
+                                        for (d, &v) in dst.iter_mut().zip(&cols[from..from + len]) {
+                                            *d = d.nadd(cast::<E, E::Compute>(v));
+                                        }
                                     }
-                                }
-                                None => {
-                                    for k in 0..len {
-                                        let d = &mut acc[to + k * sw];
-                                        *d = d.nadd(cast::<E, E::Compute>(cols[from + k * sj]));
-                                    }
-                                }
-                                Some((idx, wb, wi, wj)) => {
-                                    let won = wb + i * wi + js.start * wj;
-                                    for k in 0..len {
-                                        if idx[won + k * wj] == tap {
+                                    None => {
+                                        for k in 0..len {
                                             let d = &mut acc[to + k * sw];
+                                            *d = d.nadd(cast::<E, E::Compute>(cols[from + k * sj]));
+                                        }
+                                    }
+                                    Some((idx, wb, wi, wj)) => {
+                                        let won = wb + i * wi + js.start * wj;
+                                        let zero = <E::Compute as Element>::ZERO;
+                                        for k in 0..len {
+                                            // A select rather than a branch (which tap won is
+                                            // data); adding zero for the others is exact, since
+                                            // an accumulator that starts at +0 is never −0.
+                                            let hit = idx[won + k * wj] == tap;
                                             let v = cast::<E, E::Compute>(cols[from + k * sj]);
-                                            *d = d.nadd(v);
+                                            let d = &mut acc[to + k * sw];
+                                            *d = d.nadd(select_unpredictable(hit, v, zero));
                                         }
                                     }
                                 }
@@ -242,8 +269,10 @@ pub(crate) fn max_pool2d<E: Kernel + Element>(
     let (lead_sizes, lead_strides, leads) = lead(layout, 2);
     let plane = oh * ow;
     let n = leads * plane;
+    let (sh, dh) = (window.stride.0, window.dilation.0);
     let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
     let step = sw * ws;
+    let unpadded = window.padding == (0, 0);
     let mut out = take_buffer::<(E, i64)>(n);
     if n > 0 {
         let (_, col_in) = inside_ranges(window, (h, w), (oh, ow));
@@ -251,14 +280,48 @@ pub(crate) fn max_pool2d<E: Kernel + Element>(
             &mut out.spare_capacity_mut()[..n],
             leads,
             plane,
-            |range, chunk| {
+            move |range, chunk| {
                 // The best tap so far of each window of one output row. Starting from −∞ at tap
                 // 0 and skipping the padding (−∞, which never wins) picks the same tap as
                 // comparing every tap in order.
                 let mut best = vec![<E::Compute as Native>::LOWEST; ow];
                 let mut at = vec![0i64; ow];
+                let mut xs = vec![<E::Compute as Native>::LOWEST; ow];
                 for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
                     let base = lead_base(layout, lead_sizes, lead_strides, l);
+                    if unpadded {
+                        // Every tap of every window lies inside the input: one window at a
+                        // time, its best tap kept in registers.
+                        let (th, tw) = (dh * hs, dw * ws);
+                        for (o, d) in dst.iter_mut().enumerate() {
+                            let start = base + (o / ow) * sh * hs + (o % ow) * sw * ws;
+                            let (mut best, mut at) = (<E::Compute as Native>::LOWEST, 0i64);
+                            let mut nan = false;
+                            // `x > best ? x : best` (a `max` instruction) and the tap's
+                            // conditional move; NaN, rare, only noted here.
+                            for a in 0..kh {
+                                for b in 0..kw {
+                                    let x = cast::<E, E::Compute>(src[start + a * th + b * tw]);
+                                    let wins = x > best;
+                                    at = select_unpredictable(wins, (a * kw + b) as i64, at);
+                                    best = select_unpredictable(wins, x, best);
+                                    nan |= x.is_nan();
+                                }
+                            }
+                            if nan {
+                                // The first NaN wins.
+                                let tap = |t: usize| {
+                                    cast::<E, E::Compute>(
+                                        src[start + (t / kw) * th + (t % kw) * tw],
+                                    )
+                                };
+                                let t = (0..kh * kw).find(|&t| tap(t).is_nan()).expect("a NaN");
+                                (best, at) = (tap(t), t as i64);
+                            }
+                            d.write((cast::<E::Compute, E>(best), at));
+                        }
+                        continue;
+                    }
                     for (i, row) in dst.chunks_mut(ow).enumerate() {
                         best.fill(<E::Compute as Native>::LOWEST);
                         at.fill(0);
@@ -273,12 +336,19 @@ pub(crate) fn max_pool2d<E: Kernel + Element>(
                                 let tap = (a * kw + b) as i64;
                                 let x0 = js.start * sw + b * dw - pw;
                                 let from = base + y * hs + x0 * ws;
-                                for (k, j) in js.enumerate() {
-                                    let x = cast::<E, E::Compute>(src[from + k * step]);
-                                    if x > best[j] || (x.is_nan() && !best[j].is_nan()) {
-                                        best[j] = x;
-                                        at[j] = tap;
-                                    }
+                                // The row's taps gathered first, then compared element-wise
+                                // over slices: no bounds checks and no loop-carried branch, so
+                                // the comparison vectorises into selects (which tap wins is
+                                // data; a branch per tap mispredicts half the time).
+                                let xs = &mut xs[..js.len()];
+                                for (k, x) in xs.iter_mut().enumerate() {
+                                    *x = cast::<E, E::Compute>(src[from + k * step]);
+                                }
+                                let lanes = best[js.clone()].iter_mut().zip(&mut at[js]);
+                                for ((b, t), &x) in lanes.zip(xs.iter()) {
+                                    let wins = (x > *b) | (x.is_nan() & !b.is_nan());
+                                    *b = select_unpredictable(wins, x, *b);
+                                    *t = select_unpredictable(wins, tap, *t);
                                 }
                             }
                         }
