@@ -60,14 +60,34 @@ pub(crate) fn unfold2d<W: Copy + Send + Sync>(
     let (sh, dh, ph) = (window.stride.0, window.dilation.0, window.padding.0);
     let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
     let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
+    // Stride 1 over rows of the input's width read as one run ("same" convolutions over
+    // contiguous rows): consecutive output rows read consecutive input rows, `w` apart.
+    let flat = (sh, sw, ws, ow) == (1, 1, 1, w) && hs == w;
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         planes,
         plane,
         move |range, chunk| {
-            for (p, dst) in range.zip(chunk.chunks_mut(plane)) {
-                let (l, tap) = (p / (kh * kw), p % (kh * kw));
-                let (a, b) = (tap / kw, tap % kw);
+            // Plane `p` is tap `(a, b)` of leading position `l`, `p = (l·KH + a)·KW + b`:
+            // decoded once, then counted (no divisions, one `lead_base` per position).
+            let (mut l, tap) = (range.start / (kh * kw), range.start % (kh * kw));
+            let (mut a, mut b) = (tap / kw, tap % kw);
+            let mut base = lead_base(layout, lead_sizes, lead_strides, l);
+            for dst in chunk.chunks_mut(plane) {
+                let (a, b, base) = {
+                    let current = (a, b, base);
+                    b += 1;
+                    if b == kw {
+                        (a, b) = (a + 1, 0);
+                        if a == kh {
+                            (l, a) = (l + 1, 0);
+                            if l < leads {
+                                base = lead_base(layout, lead_sizes, lead_strides, l);
+                            }
+                        }
+                    }
+                    current
+                };
                 let (rows, cols) = (row_in[a].clone(), col_in[b].clone());
                 if cols.is_empty() || rows.is_empty() {
                     fill(dst, pad);
@@ -75,9 +95,28 @@ pub(crate) fn unfold2d<W: Copy + Send + Sync>(
                 }
                 fill(&mut dst[..rows.start * ow], pad);
                 fill(&mut dst[rows.end * ow..], pad);
-                let base = lead_base(layout, lead_sizes, lead_strides, l);
                 // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
                 let x0 = cols.start * sw + b * dw - pw;
+                let y0 = rows.start * sh + a * dh - ph;
+                if flat {
+                    // Output row `i` is input row `y0 + i − rows.start` shifted by the tap's
+                    // column offset, and both are `w` long: the inside rows are one run of the
+                    // input, copied at once. Entries that run over a row's end land in its
+                    // padding columns, which are written afterwards (and the run is clipped
+                    // where it would start before its first row or end after its last).
+                    let out = &mut dst[rows.start * ow..rows.end * ow];
+                    let (skip, end) = (cols.start, out.len() - (ow - cols.end));
+                    let first = base + y0 * hs + x0;
+                    let run = &src[first..first + (end - skip)];
+                    for (d, &v) in out[skip..end].iter_mut().zip(run) {
+                        d.write(v);
+                    }
+                    for row in out.chunks_mut(ow) {
+                        fill(&mut row[..cols.start], pad);
+                        fill(&mut row[cols.end..], pad);
+                    }
+                    continue;
+                }
                 for i in rows {
                     let y = i * sh + a * dh - ph;
                     let row = &mut dst[i * ow..(i + 1) * ow];
