@@ -132,6 +132,12 @@ unary_ops! {
     Gelu "gelu" float |x| x
         .nmul(T::c(0.5))
         .nmul(x.nmul(T::c(std::f64::consts::FRAC_1_SQRT_2)).erf().nadd(T::c(1.0)));
+    /// GELU's derivative `Φ(x) + x φ(x)` (normal CDF and density): its gradient in one pass.
+    GeluGrad "gelu_grad" float |x| {
+        let cdf = x.nmul(T::c(std::f64::consts::FRAC_1_SQRT_2)).erf().nadd(T::c(1.0)).nmul(T::c(0.5));
+        let pdf = x.nmul(x).nmul(T::c(-0.5)).exp().nmul(T::c(0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2));
+        cdf.nadd(x.nmul(pdf))
+    };
     /// `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
     GeluTanh "gelu_tanh" float |x| {
         let cube = x.nmul(x).nmul(x).nmul(T::c(0.044715));
@@ -372,6 +378,13 @@ mod tests {
         assert_eq!(f(UnaryOp::Round, 2.5), 2.0);
         assert!((f(UnaryOp::Gelu, 1.0) - 0.841_344_746_068_542_9).abs() < 1e-15);
         assert!((f(UnaryOp::GeluTanh, 1.0) - 0.841_191_990_607_477_9).abs() < 1e-12);
+        // Φ(1) + φ(1) = 0.841344746068543 + 0.241970724519143
+        assert!((f(UnaryOp::GeluGrad, 1.0) - 1.083_315_470_587_686).abs() < 1e-14);
+        assert!(
+            (f(UnaryOp::GeluGrad, -2.0) - (0.022_750_131_948_179 - 2.0 * 0.053_990_966_513_188))
+                .abs()
+                < 1e-14
+        );
         assert_eq!(UnaryOp::Neg.with_numeric(Apply(i8::MIN)), Some(i8::MIN));
         assert_eq!(UnaryOp::Exp.with_numeric(Apply(1i32)), None);
         for &u in UnaryOp::ALL {

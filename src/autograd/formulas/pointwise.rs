@@ -8,7 +8,7 @@ use crate::backend::op::{BinaryOp, CompareOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::tensor::DynTensor;
-use std::f64::consts::{FRAC_1_SQRT_2, PI};
+use std::f64::consts::PI;
 use std::sync::Arc;
 
 /// What a unary op's formula reads.
@@ -23,7 +23,9 @@ fn unary_needs(u: UnaryOp) -> Needs {
     match u {
         Neg | Sign | Floor | Ceil | Round | Trunc => Needs::Nothing,
         Exp | Expm1 | Sqrt | Rsqrt | Tanh | Sigmoid | Recip | Relu => Needs::Output,
-        Abs | Square | Log | Log1p | Sin | Cos | Tan | Erf | Gelu | GeluTanh | Silu => Needs::Input,
+        Abs | Square | Log | Log1p | Sin | Cos | Tan | Erf | Gelu | GeluGrad | GeluTanh | Silu => {
+            Needs::Input
+        }
     }
 }
 
@@ -67,17 +69,19 @@ fn unary_grad<E: Element>(
         Sigmoid => Ok(Temp::new(one_minus(y())?).mul(y())?.mul(g)?.done()),
         Recip => mul(g, &un(Neg, &un(Square, y())?)?),
         // Φ(x) + x φ(x)
-        Gelu => {
-            let cdf = Temp::new(mul_c(x(), FRAC_1_SQRT_2)?)
-                .un(Erf)?
-                .bin_c(BinaryOp::Add, 1.0)?
-                .bin_c(BinaryOp::Mul, 0.5)?;
-            let pdf = Temp::new(un(Square, x())?)
+        // Φ(x) + x φ(x), one kernel (differentiable: its own formula below)
+        Gelu => mul(g, &un(GeluGrad, x())?),
+        // d/dx (Φ(x) + x φ(x)) = φ(x) (2 − x²)
+        GeluGrad => {
+            let x = x();
+            let pdf = Temp::new(un(Square, x)?)
                 .bin_c(BinaryOp::Mul, -0.5)?
                 .un(Exp)?
-                .bin_c(BinaryOp::Mul, 1.0 / (2.0 * PI).sqrt())?
-                .mul(x())?;
-            Ok(cdf.bin(BinaryOp::Add, &pdf.done())?.mul(g)?.done())
+                .bin_c(BinaryOp::Mul, 1.0 / (2.0 * PI).sqrt())?;
+            let two_minus = Temp::new(un(Square, x)?)
+                .bin_c(BinaryOp::Mul, -1.0)?
+                .bin_c(BinaryOp::Add, 2.0)?;
+            Ok(pdf.mul(&two_minus.done())?.mul(g)?.done())
         }
         // ½(1 + t) + ½ x (1 − t²) k (1 + 3c x²), t = tanh(k (x + c x³))
         GeluTanh => {
