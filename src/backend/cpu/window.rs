@@ -28,6 +28,30 @@ fn lead(layout: &Layout, inner: usize) -> (&[usize], &[usize], usize) {
     (sizes, &layout.strides()[..r], sizes.iter().product())
 }
 
+/// An input `[lead…, H, W]` seen through a window: its last two sizes and strides, the
+/// window's positions `(OH, OW)`, and its leading dims (see [`lead`]).
+struct Input<'a> {
+    hw: (usize, usize),
+    strides: (usize, usize),
+    out: (usize, usize),
+    lead: (&'a [usize], &'a [usize], usize),
+}
+
+impl<'a> Input<'a> {
+    fn of(layout: &'a Layout, window: &Window2d) -> Self {
+        let r = layout.rank();
+        let (h, w) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
+        Input {
+            hw: (h, w),
+            strides: (layout.strides()[r - 2], layout.strides()[r - 1]),
+            out: window
+                .output_size(h, w)
+                .expect("the caller checked the window"),
+            lead: lead(layout, 2),
+        }
+    }
+}
+
 /// The storage position of leading position `l` of `layout`.
 fn lead_base(layout: &Layout, sizes: &[usize], strides: &[usize], l: usize) -> usize {
     layout.offset() + unravel(l, sizes, strides)
@@ -42,14 +66,13 @@ pub(crate) fn unfold2d<W: Copy + Send + Sync>(
     window: &Window2d,
     pad: W,
 ) -> Vec<W> {
-    let r = layout.rank();
-    let (h, w) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
-    let (hs, ws) = (layout.strides()[r - 2], layout.strides()[r - 1]);
-    let (oh, ow) = window
-        .output_size(h, w)
-        .expect("the caller checked the window");
+    let Input {
+        hw: (h, w),
+        strides: (hs, ws),
+        out: (oh, ow),
+        lead: (lead_sizes, lead_strides, leads),
+    } = Input::of(layout, window);
     let (kh, kw) = window.kernel;
-    let (lead_sizes, lead_strides, leads) = lead(layout, 2);
     let (planes, plane) = (leads * kh * kw, oh * ow);
     let n = planes * plane;
     let mut out = take_buffer(n);
@@ -298,14 +321,13 @@ pub(crate) fn max_pool2d<E: Kernel + Element>(
     layout: &Layout,
     window: &Window2d,
 ) -> (Vec<E>, Vec<i64>) {
-    let r = layout.rank();
-    let (h, w) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
-    let (hs, ws) = (layout.strides()[r - 2], layout.strides()[r - 1]);
-    let (oh, ow) = window
-        .output_size(h, w)
-        .expect("the caller checked the window");
+    let Input {
+        hw: (h, w),
+        strides: (hs, ws),
+        out: (oh, ow),
+        lead: (lead_sizes, lead_strides, leads),
+    } = Input::of(layout, window);
     let (kh, kw) = window.kernel;
-    let (lead_sizes, lead_strides, leads) = lead(layout, 2);
     let plane = oh * ow;
     let n = leads * plane;
     let (sh, dh) = (window.stride.0, window.dilation.0);
