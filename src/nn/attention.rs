@@ -254,11 +254,13 @@ impl<Model: Dim, Heads: Dim, HeadDim: Dim, E: Float> MultiHeadAttention<Model, H
                 .triu(1)
                 .to_device(scores.device())
         };
-        let neg_inf = E::from_f64(f64::NEG_INFINITY);
         let weights = match bias {
-            None if self.is_causal => scores
-                .try_masked_fill(&later()?, neg_inf)?
-                .try_softmax(-1)?,
+            // Added rather than filled in: the sum's gradient is the softmax's own (zero at the
+            // masked keys, whose weights are zero), where a fill's costs another pass.
+            None if self.is_causal => {
+                let causal = <bool as MaskElement<E>>::additive(&later()?)?;
+                scores.try_add(&causal)?.try_softmax(-1)?
+            }
             None => scores.try_softmax(-1)?,
             Some(bias) if self.is_causal => {
                 let causal = <bool as MaskElement<E>>::additive(&later()?)?;
