@@ -22,6 +22,40 @@ fn checked_count(op: &'static str, what: &str, factors: &[usize]) -> Result<usiz
         .ok_or_else(|| Error::overflow(op, format!("{what} {}", product_text(factors))))
 }
 
+/// `lead` followed by `plane` (a window op's leading sizes and its per-position sizes), or an
+/// [`ErrorKind::Overflow`] error naming `what`. The plane's product is checked first, so that
+/// a leading size 0 cannot hide a plane whose size overflows (the kernels size a plane on its
+/// own).
+fn window_shape(
+    op: &'static str,
+    what: &str,
+    lead: &[usize],
+    plane: &[usize],
+) -> Result<Vec<usize>> {
+    let factors: Vec<usize> = plane.iter().chain(lead).copied().collect();
+    checked_count(op, what, &factors)?;
+    Ok(lead.iter().chain(plane).copied().collect())
+}
+
+/// The last two sizes `(H, W)` of `x` and the positions `(OH, OW)` of `window` over them, or
+/// the errors naming `op`: fewer than two dims, or a window that does not fit.
+fn windows_of<E: Element>(
+    op: &'static str,
+    x: &DynTensor<E>,
+    window: &Window2d,
+) -> Result<((usize, usize), (usize, usize))> {
+    let rank = x.dim();
+    if rank < 2 {
+        return Err(Error::new(
+            ErrorKind::ShapeMismatch,
+            op,
+            format!("needs at least 2 dims, got shape {:?}", x.shape()),
+        ));
+    }
+    let (h, w) = (x.shape()[rank - 2], x.shape()[rank - 1]);
+    Ok(((h, w), window.output_size_for(op, h, w)?))
+}
+
 /// `a × b × …`, for messages.
 fn product_text(factors: &[usize]) -> String {
     let parts: Vec<String> = factors.iter().map(usize::to_string).collect();
@@ -69,25 +103,10 @@ impl<E: Element> DynTensor<E> {
         window: Window2d,
         pad_value: E,
     ) -> Result<DynTensor<E>> {
-        let rank = self.dim();
-        if rank < 2 {
-            return Err(Error::new(
-                ErrorKind::ShapeMismatch,
-                op,
-                format!("needs at least 2 dims, got shape {:?}", self.shape()),
-            ));
-        }
-        let (h, w) = (self.shape()[rank - 2], self.shape()[rank - 1]);
-        let (oh, ow) = window.output_size_for(op, h, w)?;
+        let ((h, w), (oh, ow)) = windows_of(op, self, &window)?;
         let (kh, kw) = window.kernel;
-        checked_count(
-            op,
-            "the number of window taps kernel rows × kernel cols × output rows × output cols =",
-            &[kh, kw, oh, ow],
-        )?;
-        let mut out_shape = self.shape()[..rank - 2].to_vec();
-        out_shape.extend([kh, kw, oh, ow]);
-        checked_count(op, "the number of window entries", &out_shape)?;
+        let lead = &self.shape()[..self.dim() - 2];
+        let out_shape = window_shape(op, "the number of window entries", lead, &[kh, kw, oh, ow])?;
         let buf = dispatch::unfold2d(op, self.storage(), self.layout(), &window, pad_value)?;
         let out = DynTensor::from_contiguous_buffer(buf, &out_shape)?;
         if !crate::autograd::tracks(self) {
@@ -152,15 +171,15 @@ impl<E: Element> DynTensor<E> {
                 ErrorKind::ShapeMismatch,
                 op,
                 format!(
-                    "the windows of a {h} × {w} input through kernel {:?} have shape [..., {kh},                      {kw}, {oh}, {ow}], got {:?}",
+                    "the windows of a {h} × {w} input through kernel {:?} have shape [..., {kh}, \
+                     {kw}, {oh}, {ow}], got {:?}",
                     window.kernel,
                     self.shape()
                 ),
             ));
         }
-        let mut out_shape = self.shape()[..rank - 4].to_vec();
-        out_shape.extend([h, w]);
-        checked_count(op, "the number of folded entries", &out_shape)?;
+        let lead = &self.shape()[..rank - 4];
+        let out_shape = window_shape(op, "the number of folded entries", lead, &[h, w])?;
         let win = winners.map(|t| (t.storage(), t.layout()));
         let buf = dispatch::fold2d(op, self.storage(), self.layout(), &window, (h, w), win)?;
         let out = DynTensor::from_contiguous_buffer(buf, &out_shape)?;
@@ -281,19 +300,14 @@ impl<E: Float> DynTensor<E> {
     /// `max_pool2d`).
     pub fn try_max_pool2d(&self, window: Window2d) -> Result<DynTensor<E>> {
         const OP: &str = "max_pool2d";
+        let ((h, w), (oh, ow)) = windows_of(OP, self, &window)?;
         let rank = self.dim();
-        if rank < 2 {
-            return Err(Error::new(
-                ErrorKind::ShapeMismatch,
-                OP,
-                format!("needs at least 2 dims, got shape {:?}", self.shape()),
-            ));
-        }
-        let (h, w) = (self.shape()[rank - 2], self.shape()[rank - 1]);
-        let (oh, ow) = window.output_size_for(OP, h, w)?;
-        let mut out_shape = self.shape()[..rank - 2].to_vec();
-        out_shape.extend([oh, ow]);
-        checked_count(OP, "the number of windows", &out_shape)?;
+        let out_shape = window_shape(
+            OP,
+            "the number of windows",
+            &self.shape()[..rank - 2],
+            &[oh, ow],
+        )?;
         let (values, taps) = dispatch::max_pool2d(OP, self.storage(), self.layout(), &window)?;
         let out = DynTensor::from_contiguous_buffer(values, &out_shape)?;
         if !crate::autograd::tracks(self) {

@@ -455,6 +455,19 @@ fn window_sizes_and_schedules_that_overflow_are_errors() {
         ErrorKind::Overflow,
         &["max_pool2d:", "number of windows"],
     );
+    // The same with no leading entries: the windows per plane still overflow (the kernels size
+    // a plane on its own), an error rather than an overflow inside them.
+    let empty = DynTensor::<f32>::zeros(&[0, 4, 4]);
+    assert_error(
+        empty.try_max_pool2d(wide),
+        ErrorKind::Overflow,
+        &["max_pool2d:", "number of windows"],
+    );
+    assert_error(
+        empty.try_unfold2d(wide, 0.0),
+        ErrorKind::Overflow,
+        &["unfold2d:", "number of window entries"],
+    );
     // A window count that fits but whose windows (2^42 taps of 4 bytes) the host cannot hold:
     // an allocation error, not an abort.
     let padded = Window2d::new(1, 1).padding(1 << 20);

@@ -360,6 +360,11 @@ impl KernelWindow {
             dw: u(window.dilation.1),
         })
     }
+
+    /// The window's positions `(OH, OW)`.
+    pub(crate) fn positions(&self) -> (usize, usize) {
+        (self.oh as usize, self.ow as usize)
+    }
 }
 
 /// The bytes of `value`, little-endian and zero-extended to 64 bits (`from_bits` in

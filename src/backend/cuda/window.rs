@@ -33,7 +33,7 @@ pub(crate) fn unfold2d<E: Element>(
 ) -> Result<CudaBuffer> {
     let r = layout.rank();
     let g = KernelWindow::new(op, window, (layout.sizes()[r - 2], layout.sizes()[r - 1]))?;
-    let (oh, ow) = window.output_size_for(op, layout.sizes()[r - 2], layout.sizes()[r - 1])?;
+    let (oh, ow) = g.positions();
     let (kl, leads) = lead(op, layout, 2)?;
     let n = leads * window.kernel.0 * window.kernel.1 * oh * ow;
     let dev = src.cuda_device();
@@ -140,7 +140,7 @@ pub(crate) fn max_pool2d(
     let r = layout.rank();
     let hw = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
     let g = KernelWindow::new(op, window, hw)?;
-    let (oh, ow) = window.output_size_for(op, hw.0, hw.1)?;
+    let (oh, ow) = g.positions();
     let (kl, leads) = lead(op, layout, 2)?;
     let n = leads * oh * ow;
     let dev = src.cuda_device();
