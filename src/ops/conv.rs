@@ -340,18 +340,18 @@ impl<E: Float> DynTensor<E> {
     /// [`DynTensor::avg_pool2d`], or the errors of [`DynTensor::try_unfold2d`] (named
     /// `avg_pool2d`).
     pub fn try_avg_pool2d(&self, window: Window2d) -> Result<DynTensor<E>> {
-        pooled_taps("avg_pool2d", self, window, E::ZERO)?.try_mean_dim(-3, false)
+        pooled_taps("avg_pool2d", self, window)?.try_mean_dim(-3, false)
     }
 }
 
-/// The windows of `x` as `[…, KH·KW, OH, OW]`, errors naming `op`.
+/// The windows of `x` as `[…, KH·KW, OH, OW]`, the padding zero (average pooling's taps),
+/// errors naming `op`.
 fn pooled_taps<E: Float>(
     op: &'static str,
     x: &DynTensor<E>,
     window: Window2d,
-    pad: E,
 ) -> Result<DynTensor<E>> {
-    let cols = x.unfold_windows(op, window, pad)?;
+    let cols = x.unfold_windows(op, window, E::ZERO)?;
     let r = cols.dim();
     let mut shape: Vec<isize> = cols.shape()[..r - 4].iter().map(|&s| s as isize).collect();
     // `unfold_windows` checked KH·KW·OH·OW, so KH·KW fits `isize`.

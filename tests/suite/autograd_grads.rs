@@ -114,6 +114,16 @@ fn shape(max_rank: usize) -> impl Strategy<Value = Vec<usize>> {
     prop::collection::vec(1usize..4, 1..=max_rank)
 }
 
+/// `n` distinct values (no ties inside a pooling window or a norm group, where a derivative
+/// jumps or a finite difference straddles a kink).
+fn spread(n: usize, seed: u64) -> Vec<f64> {
+    values(n, seed)
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x + i as f64 * 0.37)
+        .collect()
+}
+
 /// Values kept away from the kinks and poles of the ops under test.
 fn positive(n: usize, seed: u64) -> Vec<f64> {
     values(n, seed).iter().map(|v| 0.3 + v.abs()).collect()
@@ -886,13 +896,6 @@ fn group_norm_conv1d_and_adaptive_pool_gradients_match_finite_differences() {
     use namedtensor::nn::{AdaptiveAvgPool2d, Conv1d, GroupNorm};
     type Abc = (NormA, NormB, NormC);
     let leaf = |v: Vec<f64>, shape: &[usize]| DynTensor::from_vec(v, shape).requires_grad_(true);
-    let spread = |n: usize, seed: u64| -> Vec<f64> {
-        values(n, seed)
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x + i as f64 * 0.37)
-            .collect()
-    };
     let x = || leaf(spread(40, 1), &[2, 4, 5]);
     check(
         "group_norm",
@@ -983,14 +986,6 @@ fn second_derivatives_of_layer_and_rms_norm() {
 fn window_op_gradients_match_finite_differences() {
     use namedtensor::ops::Window2d;
     let leaf = |v: Vec<f64>, shape: &[usize]| DynTensor::from_vec(v, shape).requires_grad_(true);
-    // Distinct values (no ties inside a pooling window, where the derivative jumps).
-    let spread = |n: usize, seed: u64| -> Vec<f64> {
-        values(n, seed)
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x + i as f64 * 0.37)
-            .collect()
-    };
     let x = || leaf(spread(60, 1), &[2, 1, 5, 6]);
     let mut strided = Window2d::new(3, 2).stride(2).padding(1);
     strided.dilation = (1, 2);
