@@ -42,26 +42,30 @@
 //! | storage | [`storage`] | the shared buffer, its aliasing rules, the dispatch to a backend |
 //! | backends | `backend` | the `Backend` trait, op tokens, CPU and CUDA kernels |
 //! | bottom | [`dtype`], [`layout`] | element types and promotion; pure index math |
+//!
+//! The last three rows are the crates `namedtensor-backend` (storage, backends) and
+//! `namedtensor-core` (op tokens, the CPU's elementwise kernels, dtypes, layouts), re-exported
+//! here at the same paths; depend on `namedtensor` alone.
 
 #![warn(missing_docs)]
 
 pub mod amp;
 pub mod autograd;
-mod backend;
 pub mod data;
 #[cfg(feature = "mpi")]
 pub mod dist;
-pub mod dtype;
-mod error;
-pub mod layout;
 pub mod named;
 mod named_tensor;
 pub mod nn;
 pub mod ops;
 pub mod optim;
 pub mod random;
-pub mod storage;
 mod tensor;
+
+// The layers below the operations live in `namedtensor-backend` (backend/) and
+// `namedtensor-core` (core/); the paths are the same as when they were modules here.
+use namedtensor_backend::{backend, error};
+pub use namedtensor_backend::{dtype, layout, storage};
 
 pub use backend::cpu::parallel::{
     num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,

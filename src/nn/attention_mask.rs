@@ -139,11 +139,18 @@ impl<E: Float> MaskElement<E> for bool {
     }
 }
 
-impl<E: Float> MaskElement<E> for E {
-    fn additive(mask: &DynTensor<E>) -> Result<DynTensor<E>> {
-        Ok(mask.shallow_clone())
-    }
+/// One impl per float type rather than `impl<E: Float> MaskElement<E> for E`: `Float` is
+/// `namedtensor-core`'s trait, and coherence cannot rule out `bool` implementing it there.
+macro_rules! float_mask {
+    ($($t:ty),*) => {$(
+        impl MaskElement<$t> for $t {
+            fn additive(mask: &DynTensor<$t>) -> Result<DynTensor<$t>> {
+                Ok(mask.shallow_clone())
+            }
+        }
+    )*};
 }
+float_mask!(half::f16, half::bf16, f32, f64);
 
 /// A key padding mask (or [`NoMask`]) for inputs with dims `S` and private dims `P`,
 /// attending along `Seq` with model dim `Model`: its dims are among `S`'s except `Model`, and

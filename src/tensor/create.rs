@@ -305,12 +305,19 @@ pub trait NestedData<E: Element> {
     fn flatten_into(self, out: &mut Vec<E>);
 }
 
-impl<E: Element> NestedData<E> for E {
-    fn shape(_: &mut Vec<usize>) {}
-    fn flatten_into(self, out: &mut Vec<E>) {
-        out.push(self);
-    }
+/// One impl per element type rather than `impl<E: Element> NestedData<E> for E`: `Element`
+/// is `namedtensor-core`'s trait, and coherence cannot rule out arrays implementing it there.
+macro_rules! nested_element {
+    ($($t:ty),*) => {$(
+        impl NestedData<$t> for $t {
+            fn shape(_: &mut Vec<usize>) {}
+            fn flatten_into(self, out: &mut Vec<$t>) {
+                out.push(self);
+            }
+        }
+    )*};
 }
+nested_element!(bool, u8, i8, i16, i32, i64, half::f16, half::bf16, f32, f64);
 
 impl<E: Element, T: NestedData<E>, const N: usize> NestedData<E> for [T; N] {
     fn shape(out: &mut Vec<usize>) {

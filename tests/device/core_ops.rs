@@ -304,3 +304,37 @@ impl<E: Element> LastTwo for DynTensor<E> {
         self.transpose(-1, -2)
     }
 }
+
+/// Scalar operands (masked_fill's value, a triangle's zero, isinf's infinity) and uploads are
+/// issued without waiting for the device; only reading on the host waits. Counted on the
+/// emulator, which records every wait of the calling thread.
+#[cfg(feature = "cuda-emu")]
+#[test]
+fn scalar_operands_and_uploads_do_not_wait_for_the_device() {
+    use crate::backend::cuda::emu::waits_on_this_thread as waits;
+    let x = DynTensor::<f32>::from_vec(vec![1.0, -2.0, f32::INFINITY, 4.0, 5.0, -6.0], &[2, 3]);
+    let mask = DynTensor::from_vec(vec![true, false, false, false, true, false], &[2, 3]);
+    let before = waits();
+    let g = x.to_device(Device::Cuda(0)).unwrap();
+    let m = mask.to_device(Device::Cuda(0)).unwrap();
+    let filled = g.masked_fill(&m, 9.0);
+    let lower = g.tril(0);
+    let inf = g.isinf();
+    let finite = g.isfinite();
+    let inplace = x.to_device(Device::Cuda(0)).unwrap();
+    inplace.masked_fill_(&m, -1.0);
+    assert_eq!(
+        waits(),
+        before,
+        "an upload or a scalar operand waited for the device"
+    );
+    assert_eq!(filled.to_vec(), [9.0, -2.0, f32::INFINITY, 4.0, 9.0, -6.0]);
+    assert_eq!(waits(), before + 2, "a read waits (copy + sync)");
+    assert_eq!(lower.to_vec(), [1.0, 0.0, 0.0, 4.0, 5.0, 0.0]);
+    assert_eq!(inf.to_vec(), [false, false, true, false, false, false]);
+    assert_eq!(finite.to_vec(), [true, true, false, true, true, true]);
+    assert_eq!(
+        inplace.to_vec(),
+        [-1.0, -2.0, f32::INFINITY, 4.0, -1.0, -6.0]
+    );
+}

@@ -1,0 +1,229 @@
+//! Kernels along one dim of a contiguous buffer seen as `[outer, n, inner]`: softmax,
+//! log-softmax (from the input into a fresh buffer) and cumulative sums/products (in place on
+//! a fresh buffer that already holds the input converted), in parallel over the `outer` slabs.
+//!
+//! With `inner == 1` each lane is a contiguous row; otherwise lanes are columns, processed in
+//! blocks of adjacent columns so that the loops run along memory.
+
+use super::convert::{as_type, vec_into};
+use super::elementwise::map_new;
+use super::parallel::{for_each_chunk_mut, task_count};
+use super::pool::take as take_buffer;
+use super::reduce::{max_slice, sum_slice};
+use super::vmath::vectorized;
+use crate::dtype::Element;
+use crate::dtype::{Native, NativeFloat, cast};
+use crate::layout::Layout;
+use std::mem::MaybeUninit;
+
+const COLS: usize = 256;
+
+/// Calls `f(start, slab)` for every `[n, inner]` slab of `buf` (`start`: its first index),
+/// slabs split across the pool in whole slabs.
+fn for_each_slab<T: Send>(
+    buf: &mut [T],
+    n: usize,
+    inner: usize,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
+    let slab = n * inner;
+    let Some(slabs) = buf.len().checked_div(slab) else {
+        return;
+    };
+    let tasks = task_count(buf.len(), 1 << 14).min(slabs);
+    for_each_chunk_mut(buf, tasks, slab, |range, chunk| {
+        for (k, s) in chunk.chunks_mut(slab).enumerate() {
+            f(range.start + k * slab, s)
+        }
+    });
+}
+
+/// Softmax (or log-softmax) along the middle axis of `src` into a fresh buffer of the same
+/// length, subtracting the lane's maximum first so that `exp` cannot overflow. A lane of all
+/// `-inf` gives NaN, as in PyTorch. `src` is read twice per lane (maximum, then `exp`) and
+/// the output written once and read back once while it is still in cache, so no copy of
+/// the input is made first.
+pub fn softmax<T: NativeFloat>(src: &[T], n: usize, inner: usize, log: bool) -> Vec<T> {
+    let len = src.len();
+    let mut out = take_buffer::<T>(len);
+    for_each_slab(&mut out.spare_capacity_mut()[..len], n, inner, |at, d| {
+        let s = &src[at..at + d.len()];
+        vectorized(
+            #[inline(always)]
+            || softmax_slab(s, d, n, inner, log),
+        )
+    });
+    // SAFETY: the slabs cover `0..len`, and `softmax_slab` writes every element of its slab
+    // (see there); with `n · inner == 0`, `len == 0`.
+    unsafe { out.set_len(len) };
+    out
+}
+
+/// Reads back an output element written earlier in the same slab.
+#[inline(always)]
+fn written<T: Copy>(d: &MaybeUninit<T>) -> T {
+    // SAFETY: only called on elements that `softmax_slab` wrote in an earlier pass over the
+    // same lane or column block (pass 2 writes every element that pass 3 reads).
+    unsafe { d.assume_init() }
+}
+
+/// [`softmax`] of one `[n, inner]` slab of `src` into `dst` (same length): writes every
+/// element of `dst`.
+#[inline(always)]
+fn softmax_slab<T: NativeFloat>(
+    src: &[T],
+    dst: &mut [MaybeUninit<T>],
+    n: usize,
+    inner: usize,
+    log: bool,
+) {
+    if inner == 1 {
+        let m = max_slice(src);
+        if log {
+            let mut sum = [T::ZERO; 16];
+            let chunks = src.chunks_exact(16);
+            let rest = chunks.remainder();
+            for c in chunks {
+                for (a, &x) in sum.iter_mut().zip(c) {
+                    *a = a.nadd(x.nsub(m).exp());
+                }
+            }
+            for (a, &x) in sum.iter_mut().zip(rest) {
+                *a = a.nadd(x.nsub(m).exp());
+            }
+            let lse = sum_slice(&sum).ln();
+            for (d, &x) in dst.iter_mut().zip(src) {
+                d.write(x.nsub(m).nsub(lse));
+            }
+        } else {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                d.write(x.nsub(m).exp());
+            }
+            // SAFETY: every element of `dst` was written just above (`dst` and `src` have
+            // the same length); `MaybeUninit<T>` has `T`'s layout.
+            let e = unsafe { &*(dst as *const [MaybeUninit<T>] as *const [T]) };
+            let s = sum_slice(e);
+            for d in dst.iter_mut() {
+                d.write(written(d).ndiv(s));
+            }
+        }
+        return;
+    }
+    for c0 in (0..inner).step_by(COLS) {
+        let w = COLS.min(inner - c0);
+        let mut m = [T::LOWEST; COLS];
+        let mut s = [T::ZERO; COLS];
+        for i in 0..n {
+            let row = &src[i * inner + c0..i * inner + c0 + w];
+            for (m, &x) in m[..w].iter_mut().zip(row) {
+                *m = m.nmax(x);
+            }
+        }
+        for i in 0..n {
+            let at = i * inner + c0..i * inner + c0 + w;
+            let (row, out) = (&src[at.clone()], &mut dst[at]);
+            for (((s, &m), &x), d) in s[..w].iter_mut().zip(&m[..w]).zip(row).zip(out) {
+                let e = x.nsub(m).exp();
+                *s = s.nadd(e);
+                d.write(e);
+            }
+        }
+        for i in 0..n {
+            let at = i * inner + c0..i * inner + c0 + w;
+            let (row, out) = (&src[at.clone()], &mut dst[at]);
+            for (((&s, &m), &x), d) in s[..w].iter().zip(&m[..w]).zip(row).zip(out) {
+                d.write(if log {
+                    x.nsub(m).nsub(s.ln())
+                } else {
+                    written(d).ndiv(s)
+                });
+            }
+        }
+    }
+}
+
+/// Inclusive scan along the middle axis with `combine`, accumulating in `W` (`f64` for float
+/// outputs, `i64` for integer ones) and rounding each partial result to `O`.
+pub fn scan<O: Element, W: Native>(
+    buf: &mut [O],
+    n: usize,
+    inner: usize,
+    identity: W,
+    combine: impl Fn(W, W) -> W + Sync,
+) {
+    for_each_slab(buf, n, inner, |_, slab| {
+        if inner == 1 {
+            let mut acc = identity;
+            for x in slab.iter_mut() {
+                acc = combine(acc, cast::<O, W>(*x));
+                *x = cast::<W, O>(acc);
+            }
+            return;
+        }
+        for c0 in (0..inner).step_by(COLS) {
+            let w = COLS.min(inner - c0);
+            let mut acc = [identity; COLS];
+            for i in 0..n {
+                let row = &mut slab[i * inner + c0..i * inner + c0 + w];
+                for (a, x) in acc[..w].iter_mut().zip(row.iter_mut()) {
+                    *a = combine(*a, cast::<O, W>(*x));
+                    *x = cast::<W, O>(*a);
+                }
+            }
+        }
+    });
+}
+
+/// `(n, inner)` of `sizes` seen as `[outer, n, inner]` around `dim` (a 0-d layout is one lane
+/// of one element).
+fn around(sizes: &[usize], dim: usize) -> (usize, usize) {
+    if sizes.is_empty() {
+        (1, 1)
+    } else {
+        (sizes[dim], sizes[dim + 1..].iter().product())
+    }
+}
+
+/// Softmax (or log-softmax) of `layout` over `src` along `dim`, computed in `T`. A contiguous
+/// input already of type `T` is read where it is; any other is gathered (and converted) first.
+pub fn softmax_op<E: Element, T: NativeFloat>(
+    src: &[E],
+    layout: &Layout,
+    dim: usize,
+    log: bool,
+) -> Vec<E> {
+    let (n, inner) = around(layout.sizes(), dim);
+    let start = layout.offset();
+    if layout.is_contiguous()
+        && layout.numel() > 0
+        && let Some(s) = as_type::<E, T>(&src[start..start + layout.numel()])
+    {
+        return vec_into(softmax(s, n, inner, log));
+    }
+    let gathered = map_new::<E, T, T, T, false>(src, layout, |x| x);
+    vec_into(softmax(&gathered, n, inner, log))
+}
+
+/// Running sums (or products) of `layout` over `src` along `dim`, stored as `O`: `f64`
+/// accumulators for a float `O`, wrapping `i64` ones otherwise.
+pub fn scan_op<E: Element, O: Element>(
+    prod: bool,
+    src: &[E],
+    layout: &Layout,
+    dim: usize,
+) -> Vec<O> {
+    let (n, inner) = around(layout.sizes(), dim);
+    let mut buf = map_new::<E, O, O, O, false>(src, layout, |x| x);
+    if O::DTYPE.is_float() {
+        if prod {
+            scan(&mut buf, n, inner, 1.0f64, |a, b| a * b);
+        } else {
+            scan(&mut buf, n, inner, 0.0f64, |a, b| a + b);
+        }
+    } else if prod {
+        scan(&mut buf, n, inner, 1i64, |a, b| a.nmul(b));
+    } else {
+        scan(&mut buf, n, inner, 0i64, |a, b| a.nadd(b));
+    }
+    buf
+}

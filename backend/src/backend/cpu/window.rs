@@ -1,0 +1,428 @@
+//! Sliding windows over the last two dims: `unfold2d` (im2col), its adjoint `fold2d` (col2im)
+//! and max pooling, each one pass writing a fresh row-major buffer, split across the pool by
+//! planes (one leading index, or one leading index and tap for `unfold2d`).
+//!
+//! # Invariants
+//! - the caller has checked that the window fits the input (`Window2d::output_size`), so
+//!   every coordinate [`Window2d::source`] gives is inside the input and every read below is
+//!   inside the view the layouts describe (and bounds-checked regardless);
+//! - `fold2d` adds each plane's taps into accumulators of the compute type in `(KH, KW, OH,
+//!   OW)` order; a tap `(a, b)` reaches an input element from at most one window, so every
+//!   element sums its contributions in `(a, b)` order, as the CUDA kernel (one thread per
+//!   element, looping over `(a, b)`) does: both backends round the same sums.
+
+use super::parallel::for_each_row_chunk;
+use super::pool::take as take_buffer;
+use super::select::unravel;
+use crate::dtype::{Element, Kernel, Native, cast};
+use crate::layout::{Layout, Window2d};
+use std::hint::select_unpredictable;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+
+/// The leading dims of a layout whose last `inner` dims the kernel walks itself: their sizes,
+/// strides, and the number of leading positions.
+fn lead(layout: &Layout, inner: usize) -> (&[usize], &[usize], usize) {
+    let r = layout.rank() - inner;
+    let sizes = &layout.sizes()[..r];
+    (sizes, &layout.strides()[..r], sizes.iter().product())
+}
+
+/// An input `[lead…, H, W]` seen through a window: its last two sizes and strides, the
+/// window's positions `(OH, OW)`, and its leading dims (see [`lead`]).
+struct Input<'a> {
+    hw: (usize, usize),
+    strides: (usize, usize),
+    out: (usize, usize),
+    lead: (&'a [usize], &'a [usize], usize),
+}
+
+impl<'a> Input<'a> {
+    fn of(layout: &'a Layout, window: &Window2d) -> Self {
+        let r = layout.rank();
+        let (h, w) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
+        Input {
+            hw: (h, w),
+            strides: (layout.strides()[r - 2], layout.strides()[r - 1]),
+            out: window
+                .output_size(h, w)
+                .expect("the caller checked the window"),
+            lead: lead(layout, 2),
+        }
+    }
+}
+
+/// The storage position of leading position `l` of `layout`.
+fn lead_base(layout: &Layout, sizes: &[usize], strides: &[usize], l: usize) -> usize {
+    layout.offset() + unravel(l, sizes, strides)
+}
+
+/// The input `[lead…, H, W]` of `layout` over `src` seen through `window`: row-major
+/// `[lead…, KH, KW, OH, OW]`, `pad` where a tap falls in the padding. Moves elements only
+/// (instantiated per element size).
+pub fn unfold2d<W: Copy + Send + Sync>(
+    src: &[W],
+    layout: &Layout,
+    window: &Window2d,
+    pad: W,
+) -> Vec<W> {
+    let Input {
+        hw: (h, w),
+        strides: (hs, ws),
+        out: (oh, ow),
+        lead: (lead_sizes, lead_strides, leads),
+    } = Input::of(layout, window);
+    let (kh, kw) = window.kernel;
+    let (planes, plane) = (leads * kh * kw, oh * ow);
+    let n = planes * plane;
+    let mut out = take_buffer(n);
+    if n == 0 {
+        return out;
+    }
+    let step = window.stride.1 * ws;
+    let (sh, dh, ph) = (window.stride.0, window.dilation.0, window.padding.0);
+    let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
+    let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
+    // Stride 1 over rows of the input's width read as one run ("same" convolutions over
+    // contiguous rows): consecutive output rows read consecutive input rows, `w` apart.
+    let flat = (sh, sw, ws, ow) == (1, 1, 1, w) && hs == w;
+    for_each_row_chunk(
+        &mut out.spare_capacity_mut()[..n],
+        planes,
+        plane,
+        move |range, chunk| {
+            // Plane `p` is tap `(a, b)` of leading position `l`, `p = (l·KH + a)·KW + b`:
+            // decoded once, then counted (no divisions, one `lead_base` per position).
+            let (mut l, tap) = (range.start / (kh * kw), range.start % (kh * kw));
+            let (mut a, mut b) = (tap / kw, tap % kw);
+            let mut base = lead_base(layout, lead_sizes, lead_strides, l);
+            for dst in chunk.chunks_mut(plane) {
+                let (a, b, base) = {
+                    let current = (a, b, base);
+                    b += 1;
+                    if b == kw {
+                        (a, b) = (a + 1, 0);
+                        if a == kh {
+                            (l, a) = (l + 1, 0);
+                            if l < leads {
+                                base = lead_base(layout, lead_sizes, lead_strides, l);
+                            }
+                        }
+                    }
+                    current
+                };
+                let (rows, cols) = (row_in[a].clone(), col_in[b].clone());
+                if cols.is_empty() || rows.is_empty() {
+                    fill(dst, pad);
+                    continue;
+                }
+                fill(&mut dst[..rows.start * ow], pad);
+                fill(&mut dst[rows.end * ow..], pad);
+                // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
+                let x0 = cols.start * sw + b * dw - pw;
+                let y0 = rows.start * sh + a * dh - ph;
+                if flat {
+                    // Output row `i` is input row `y0 + i − rows.start` shifted by the tap's
+                    // column offset, and both are `w` long: the inside rows are one run of the
+                    // input, copied at once. Entries that run over a row's end land in its
+                    // padding columns, which are written afterwards (and the run is clipped
+                    // where it would start before its first row or end after its last).
+                    let out = &mut dst[rows.start * ow..rows.end * ow];
+                    let (skip, end) = (cols.start, out.len() - (ow - cols.end));
+                    let first = base + y0 * hs + x0;
+                    let run = &src[first..first + (end - skip)];
+                    for (d, &v) in out[skip..end].iter_mut().zip(run) {
+                        d.write(v);
+                    }
+                    for row in out.chunks_mut(ow) {
+                        fill(&mut row[..cols.start], pad);
+                        fill(&mut row[cols.end..], pad);
+                    }
+                    continue;
+                }
+                for i in rows {
+                    let y = i * sh + a * dh - ph;
+                    let row = &mut dst[i * ow..(i + 1) * ow];
+                    fill(&mut row[..cols.start], pad);
+                    fill(&mut row[cols.end..], pad);
+                    let start = base + y * hs + x0 * ws;
+                    let row = &mut row[cols.clone()];
+                    if step == 1 {
+                        let len = row.len();
+                        for (d, &v) in row.iter_mut().zip(&src[start..start + len]) {
+                            d.write(v);
+                        }
+                    } else {
+                        for (k, d) in row.iter_mut().enumerate() {
+                            d.write(src[start + k * step]);
+                        }
+                    }
+                }
+            }
+        },
+    );
+    // SAFETY: the chunks cover planes `0..planes` once each; in each plane the rows outside
+    // the inside range are filled whole, and every row inside it gets padding before and
+    // after its inside columns and a copy for them, so the first `n` slots are initialised.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// For each tap along rows and along columns, the output positions at which it lands inside the
+/// input ([`Window2d::inside`]), computed once per call rather than per plane or row.
+fn inside_ranges(
+    window: &Window2d,
+    (h, w): (usize, usize),
+    (oh, ow): (usize, usize),
+) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
+    let rows = (0..window.kernel.0)
+        .map(|a| window.inside(0, a, h, oh))
+        .collect();
+    let cols = (0..window.kernel.1)
+        .map(|b| window.inside(1, b, w, ow))
+        .collect();
+    (rows, cols)
+}
+
+fn fill<W: Copy>(row: &mut [MaybeUninit<W>], value: W) {
+    for d in row {
+        d.write(value);
+    }
+}
+
+/// The adjoint of [`unfold2d`]: `layout` over `cols` is `[lead…, KH, KW, OH, OW]` for an
+/// input of `(h, w)`; the result is row-major `[lead…, H, W]`, each element the sum of the
+/// taps that read it. With `winners` (tap numbers over `[lead…, OH, OW]`, each `< KH·KW`), a
+/// tap counts only where it is its window's winner.
+pub fn fold2d<E: Kernel + Element>(
+    cols: &[E],
+    layout: &Layout,
+    window: &Window2d,
+    (h, w): (usize, usize),
+    winners: Option<(&[i64], &Layout)>,
+) -> Vec<E> {
+    let r = layout.rank();
+    let (kh, kw) = window.kernel;
+    let (oh, ow) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
+    let [sa, sb, si, sj] = [r - 4, r - 3, r - 2, r - 1].map(|d| layout.strides()[d]);
+    let (lead_sizes, lead_strides, leads) = lead(layout, 4);
+    let plane = h * w;
+    let n = leads * plane;
+    let mut out = take_buffer(n);
+    if n == 0 {
+        return out;
+    }
+    let (sh, dh, ph) = (window.stride.0, window.dilation.0, window.padding.0);
+    let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
+    let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
+    // No two windows share an input element: each stride at least its dilated kernel's span.
+    let disjoint = sh > (kh - 1) * dh && sw > (kw - 1) * dw;
+    for_each_row_chunk(
+        &mut out.spare_capacity_mut()[..n],
+        leads,
+        plane,
+        move |range, chunk| {
+            let mut acc = vec![<E::Compute as Element>::ZERO; plane];
+            for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
+                acc.fill(<E::Compute as Element>::ZERO);
+                let base = lead_base(layout, lead_sizes, lead_strides, l);
+                let win = winners.map(|(idx, lw)| {
+                    let rw = lw.rank();
+                    let s = lw.strides();
+                    (
+                        idx,
+                        lead_base(lw, lead_sizes, &s[..rw - 2], l),
+                        s[rw - 2],
+                        s[rw - 1],
+                    )
+                });
+                if let Some((idx, wb, wi, wj)) = win.filter(|_| disjoint) {
+                    // Disjoint windows: each input element is read by at most one window, so
+                    // adding each window's value at its winner's position is the same sum
+                    // (at most one term) with one step per window instead of one per tap.
+                    for i in 0..oh {
+                        for j in 0..ow {
+                            let t = idx[wb + i * wi + j * wj] as usize;
+                            let (a, b) = (t / kw, t % kw);
+                            let (Some(y), Some(x)) =
+                                (window.source(0, i, a, h), window.source(1, j, b, w))
+                            else {
+                                continue;
+                            };
+                            let v = cast::<E, E::Compute>(
+                                cols[base + a * sa + b * sb + i * si + j * sj],
+                            );
+                            acc[y * w + x] = acc[y * w + x].nadd(v);
+                        }
+                    }
+                } else {
+                    for (a, rows) in row_in.iter().cloned().enumerate() {
+                        for (b, js) in col_in.iter().cloned().enumerate() {
+                            if js.is_empty() {
+                                continue;
+                            }
+                            let tap = (a * kw + b) as i64;
+                            // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
+                            let x0 = js.start * sw + b * dw - pw;
+                            for i in rows.clone() {
+                                let y = i * sh + a * dh - ph;
+                                let from = base + a * sa + b * sb + i * si + js.start * sj;
+                                let to = y * w + x0;
+                                let len = js.len();
+                                match win {
+                                    None if sw == 1 && sj == 1 => {
+                                        let dst = &mut acc[to..to + len];
+                                        for (d, &v) in dst.iter_mut().zip(&cols[from..from + len]) {
+                                            *d = d.nadd(cast::<E, E::Compute>(v));
+                                        }
+                                    }
+                                    None => {
+                                        for k in 0..len {
+                                            let d = &mut acc[to + k * sw];
+                                            *d = d.nadd(cast::<E, E::Compute>(cols[from + k * sj]));
+                                        }
+                                    }
+                                    Some((idx, wb, wi, wj)) => {
+                                        let won = wb + i * wi + js.start * wj;
+                                        let zero = <E::Compute as Element>::ZERO;
+                                        for k in 0..len {
+                                            // A select rather than a branch (which tap won is
+                                            // data); adding zero for the others is exact, since
+                                            // an accumulator that starts at +0 is never −0.
+                                            let hit = idx[won + k * wj] == tap;
+                                            let v = cast::<E, E::Compute>(cols[from + k * sj]);
+                                            let d = &mut acc[to + k * sw];
+                                            *d = d.nadd(select_unpredictable(hit, v, zero));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                for (d, &v) in dst.iter_mut().zip(&acc) {
+                    d.write(cast::<E::Compute, E>(v));
+                }
+            }
+        },
+    );
+    // SAFETY: the chunks cover leading positions `0..leads` once each, and each writes its
+    // whole plane of `h·w` slots from the accumulators, so the first `n` slots are
+    // initialised.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// Max pooling of `layout` over `src` (`[lead…, H, W]`) through `window`: for each window, in
+/// row-major `[lead…, OH, OW]` order, its largest tap and the tap's number `a·KW + b`
+/// (padding is −∞; the first NaN, else the first maximum, wins).
+pub fn max_pool2d<E: Kernel + Element>(
+    src: &[E],
+    layout: &Layout,
+    window: &Window2d,
+) -> (Vec<E>, Vec<i64>) {
+    let Input {
+        hw: (h, w),
+        strides: (hs, ws),
+        out: (oh, ow),
+        lead: (lead_sizes, lead_strides, leads),
+    } = Input::of(layout, window);
+    let (kh, kw) = window.kernel;
+    let plane = oh * ow;
+    let n = leads * plane;
+    let (sh, dh) = (window.stride.0, window.dilation.0);
+    let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
+    let step = sw * ws;
+    let unpadded = window.padding == (0, 0);
+    let mut out = take_buffer::<(E, i64)>(n);
+    if n > 0 {
+        let (_, col_in) = inside_ranges(window, (h, w), (oh, ow));
+        for_each_row_chunk(
+            &mut out.spare_capacity_mut()[..n],
+            leads,
+            plane,
+            move |range, chunk| {
+                // The best tap so far of each window of one output row. Starting from −∞ at tap
+                // 0 and skipping the padding (−∞, which never wins) picks the same tap as
+                // comparing every tap in order.
+                let mut best = vec![<E::Compute as Native>::LOWEST; ow];
+                let mut at = vec![0i64; ow];
+                let mut xs = vec![<E::Compute as Native>::LOWEST; ow];
+                for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
+                    let base = lead_base(layout, lead_sizes, lead_strides, l);
+                    if unpadded {
+                        // Every tap of every window lies inside the input: one window at a
+                        // time, its best tap kept in registers.
+                        let (th, tw) = (dh * hs, dw * ws);
+                        for (o, d) in dst.iter_mut().enumerate() {
+                            let start = base + (o / ow) * sh * hs + (o % ow) * sw * ws;
+                            let (mut best, mut at) = (<E::Compute as Native>::LOWEST, 0i64);
+                            let mut nan = false;
+                            // `x > best ? x : best` (a `max` instruction) and the tap's
+                            // conditional move; NaN, rare, only noted here.
+                            for a in 0..kh {
+                                for b in 0..kw {
+                                    let x = cast::<E, E::Compute>(src[start + a * th + b * tw]);
+                                    let wins = x > best;
+                                    at = select_unpredictable(wins, (a * kw + b) as i64, at);
+                                    best = select_unpredictable(wins, x, best);
+                                    nan |= x.is_nan();
+                                }
+                            }
+                            if nan {
+                                // The first NaN wins.
+                                let tap = |t: usize| {
+                                    cast::<E, E::Compute>(
+                                        src[start + (t / kw) * th + (t % kw) * tw],
+                                    )
+                                };
+                                let t = (0..kh * kw).find(|&t| tap(t).is_nan()).expect("a NaN");
+                                (best, at) = (tap(t), t as i64);
+                            }
+                            d.write((cast::<E::Compute, E>(best), at));
+                        }
+                        continue;
+                    }
+                    for (i, row) in dst.chunks_mut(ow).enumerate() {
+                        best.fill(<E::Compute as Native>::LOWEST);
+                        at.fill(0);
+                        for a in 0..kh {
+                            let Some(y) = window.source(0, i, a, h) else {
+                                continue;
+                            };
+                            for (b, js) in col_in.iter().cloned().enumerate() {
+                                if js.is_empty() {
+                                    continue;
+                                }
+                                let tap = (a * kw + b) as i64;
+                                let x0 = js.start * sw + b * dw - pw;
+                                let from = base + y * hs + x0 * ws;
+                                // The row's taps gathered first, then compared element-wise
+                                // over slices: no bounds checks and no loop-carried branch, so
+                                // the comparison vectorises into selects (which tap wins is
+                                // data; a branch per tap mispredicts half the time).
+                                let xs = &mut xs[..js.len()];
+                                for (k, x) in xs.iter_mut().enumerate() {
+                                    *x = cast::<E, E::Compute>(src[from + k * step]);
+                                }
+                                let lanes = best[js.clone()].iter_mut().zip(&mut at[js]);
+                                for ((b, t), &x) in lanes.zip(xs.iter()) {
+                                    let wins = (x > *b) | (x.is_nan() & !b.is_nan());
+                                    *b = select_unpredictable(wins, x, *b);
+                                    *t = select_unpredictable(wins, tap, *t);
+                                }
+                            }
+                        }
+                        for ((d, &v), &t) in row.iter_mut().zip(&best).zip(&at) {
+                            d.write((cast::<E::Compute, E>(v), t));
+                        }
+                    }
+                }
+            },
+        );
+        // SAFETY: the chunks cover leading positions `0..leads` once each, and each writes
+        // its `OH·OW` slots, so the first `n` slots are initialised.
+        unsafe { out.set_len(n) };
+    }
+    out.into_iter().unzip()
+}

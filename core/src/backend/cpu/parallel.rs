@@ -1,0 +1,502 @@
+//! The CPU thread pool and the rule for when work is split across it.
+//!
+//! Kernels run on a pool owned by the library (not rayon's global pool), sized by
+//! [`set_num_threads`] (default: the number of logical CPUs, or `NAMEDTENSOR_NUM_THREADS`).
+//! Work smaller than [`parallel_threshold`] elements stays on the calling thread, where the
+//! cost of waking workers would exceed the gain. Larger work is split into tasks that the
+//! calling thread runs too ([`for_each_with_caller`]): it takes the first task and every task
+//! no worker has claimed yet, instead of sleeping until the pool is done (on a 2-core virtual
+//! machine, waking the caller back cost more than the split of a 32 Ki-element add gained;
+//! BENCHMARKS.md, session 12).
+
+use super::env_setting;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+/// How long [`for_each_with_caller`]'s caller spins for the workers' last items before it parks.
+const CALLER_SPIN: Duration = Duration::from_micros(200);
+
+static POOL: OnceLock<RwLock<Arc<rayon::ThreadPool>>> = OnceLock::new();
+static THRESHOLD: AtomicUsize = AtomicUsize::new(1 << 15);
+
+fn build_pool(threads: usize) -> Arc<rayon::ThreadPool> {
+    Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("namedtensor-{i}"))
+            .build()
+            .expect("the operating system refused to start worker threads"),
+    )
+}
+
+fn default_threads() -> usize {
+    env_setting("NAMEDTENSOR_NUM_THREADS")
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn cell() -> &'static RwLock<Arc<rayon::ThreadPool>> {
+    POOL.get_or_init(|| RwLock::new(build_pool(default_threads())))
+}
+
+/// The pool kernels run on.
+pub fn pool() -> Arc<rayon::ThreadPool> {
+    cell()
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+/// Sets the number of threads CPU kernels use (at least 1: 0 counts as 1), as PyTorch's
+/// `torch.set_num_threads`. Operations already running finish on the previous pool.
+///
+/// The kernels run on a pool of the library's own, not on rayon's global pool, so this does
+/// not change the threads of the caller's own rayon work, nor does rayon's
+/// `RAYON_NUM_THREADS` change the library's. Until it is first called, the pool has the
+/// number of threads that `NAMEDTENSOR_NUM_THREADS` gives (a positive integer, read once, at
+/// the pool's first use; PyTorch reads `OMP_NUM_THREADS` likewise), or else one per logical
+/// CPU (`std::thread::available_parallelism`). Work below [`parallel_threshold`] elements
+/// stays on the calling thread whatever the count.
+///
+/// ```
+/// namedtensor::set_num_threads(1);
+/// assert_eq!(namedtensor::num_threads(), 1);
+/// namedtensor::set_num_threads(2);
+/// assert_eq!(namedtensor::num_threads(), 2);
+/// ```
+pub fn set_num_threads(threads: usize) {
+    let pool = build_pool(threads);
+    *cell().write().unwrap_or_else(PoisonError::into_inner) = pool;
+}
+
+/// The number of threads CPU kernels use: the last [`set_num_threads`], or else
+/// `NAMEDTENSOR_NUM_THREADS`, or else one per logical CPU (see [`set_num_threads`]).
+///
+/// ```
+/// assert!(namedtensor::num_threads() >= 1);
+/// ```
+pub fn num_threads() -> usize {
+    pool().current_num_threads()
+}
+
+/// Sets the element count below which an operation runs on the calling thread only.
+///
+/// ```
+/// namedtensor::set_parallel_threshold(1 << 16);
+/// assert_eq!(namedtensor::parallel_threshold(), 1 << 16);
+/// ```
+pub fn set_parallel_threshold(elements: usize) {
+    THRESHOLD.store(elements, Ordering::Relaxed);
+}
+
+/// The element count below which an operation runs on the calling thread only.
+///
+/// ```
+/// assert!(namedtensor::parallel_threshold() > 0);
+/// ```
+pub fn parallel_threshold() -> usize {
+    THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// Splits `rows` rows of `row_len` elements each into contiguous row ranges and calls `f` on
+/// each, in parallel when the work is large enough. `f` sees every row exactly once.
+#[inline(always)]
+pub fn for_each_row_range(rows: usize, row_len: usize, f: impl Fn(Range<usize>) + Sync) {
+    row_ranges(rows, row_len, &f)
+}
+
+/// [`for_each_row_range`] through `&dyn Fn` (compiled once; see [`for_each_chunk_mut`]).
+fn row_ranges(rows: usize, row_len: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
+    let work = rows.saturating_mul(row_len.max(1));
+    // The threshold first: reading the pool takes a lock (a fifth of a small reduction).
+    if rows <= 1 || work < parallel_threshold() {
+        return f(0..rows);
+    }
+    let threads = pool().current_num_threads();
+    if threads <= 1 {
+        return f(0..rows);
+    }
+    let tasks = (threads * 4).min(rows);
+    let per = rows.div_ceil(tasks);
+    on_pool(tasks, &|t| {
+        let start = t * per;
+        let end = (start + per).min(rows);
+        if start < end {
+            f(start..end);
+        }
+    });
+}
+
+/// Calls `f(t)` for every `t < tasks`, on the pool and the calling thread.
+///
+/// The closure is passed as `&dyn Fn`, so the job machinery is compiled once for the
+/// whole library rather than once per kernel (rayon's was a fifth of the library's code); the
+/// indirect call is made once per task, never per element.
+fn on_pool(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    for_each_with_caller(0..tasks, f);
+}
+
+/// Calls `f(t, chunk)` for the chunks of `out` of `per` elements, on the pool and the calling
+/// thread (see [`on_pool`] for why `f` is a `&dyn Fn`).
+fn chunks_on_pool<T: Send>(out: &mut [T], per: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    for_each_with_caller(out.chunks_mut(per).enumerate(), |(t, chunk)| f(t, chunk));
+}
+
+/// Splits `out` (a row-major buffer of `rows` rows of `row_len` elements) into row ranges and
+/// calls `f(row_range, chunk)` on each, in parallel when the work is large enough. The chunks
+/// are disjoint, so `f` can write its chunk without synchronisation.
+pub fn for_each_row_chunk<T: Send>(
+    out: &mut [T],
+    rows: usize,
+    row_len: usize,
+    f: impl Fn(Range<usize>, &mut [T]) + Sync,
+) {
+    debug_assert_eq!(out.len(), rows * row_len);
+    // One `dyn` closure for every path, as in `for_each_chunk_mut`.
+    let f: &(dyn Fn(Range<usize>, &mut [T]) + Sync) = &f;
+    // The cheap tests first: reading the pool takes a lock.
+    if rows <= 1 || out.len() < parallel_threshold() || row_len == 0 {
+        return f(0..rows, out);
+    }
+    let threads = pool().current_num_threads();
+    if threads <= 1 {
+        return f(0..rows, out);
+    }
+    let tasks = (threads * 4).min(rows);
+    let per = rows.div_ceil(tasks);
+    chunks_on_pool(out, per * row_len, &|t, chunk| {
+        let start = t * per;
+        f(start..start + chunk.len() / row_len, chunk)
+    });
+}
+
+/// The number of parallel tasks for `work` elements: 1 below [`parallel_threshold`], else a
+/// few per thread (so that a busy core does not hold the others up), each of at least
+/// `min_per_task` elements.
+pub fn task_count(work: usize, min_per_task: usize) -> usize {
+    // The threshold first: reading the pool takes a lock (a fifth of a small reduction).
+    if work < parallel_threshold() {
+        return 1;
+    }
+    let threads = pool().current_num_threads();
+    if threads <= 1 {
+        return 1;
+    }
+    (threads * 4).min(work / min_per_task.max(1)).max(1)
+}
+
+/// Splits `0..n` into `tasks` contiguous ranges of nearly equal length (each a multiple of
+/// `align` elements except the last) and calls `f(task_index, range)` on each, on the pool when
+/// `tasks > 1`.
+#[inline(always)]
+pub fn for_each_split(
+    n: usize,
+    tasks: usize,
+    align: usize,
+    f: impl Fn(usize, Range<usize>) + Sync,
+) {
+    split_in_ranges(n, tasks, align, &f)
+}
+
+/// [`for_each_split`] through `&dyn Fn` (compiled once; see [`for_each_chunk_mut`]).
+fn split_in_ranges(n: usize, tasks: usize, align: usize, f: &(dyn Fn(usize, Range<usize>) + Sync)) {
+    let align = align.max(1);
+    let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
+    let tasks = n.div_ceil(per).max(1);
+    let run: &(dyn Fn(usize) + Sync) = &|t| f(t, t * per..((t + 1) * per).min(n));
+    if tasks == 1 {
+        return run(0);
+    }
+    on_pool(tasks, run);
+}
+
+/// Calls `f` on every item, on the pool when there are several, with the calling thread taking
+/// part instead of sleeping until the pool is done. The caller counts as one of the pool's
+/// threads: it asks `min(threads, items) − 1` workers to help, and it and they claim items
+/// in order from a shared counter until none is left (so at most [`num_threads`] threads
+/// run items, as `set_num_threads` promises, and more items than threads balance the load).
+/// Then the caller waits (spinning for `CALLER_SPIN`, then parked) for the items workers
+/// did claim. So a worker that wakes late (tens of microseconds on a virtual machine) or not
+/// at all (its core busy with another process) costs at most its share of the work, never a
+/// wait for it to wake.
+///
+/// Panics if `f` panics, once every item has finished (no worker is left holding a reference
+/// into this call's frame).
+pub fn for_each_with_caller<T: Send>(items: impl IntoIterator<Item = T>, f: impl Fn(T) + Sync) {
+    let mut items: Vec<T> = items.into_iter().collect();
+    if items.len() <= 1 {
+        if let Some(item) = items.pop() {
+            f(item);
+        }
+        return;
+    }
+    // Each item is moved out by the one thread that claims it (see `Claims::claimed`).
+    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let take = |i: usize| {
+        slots[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    };
+    let state = Arc::new(Claims {
+        next: AtomicUsize::new(0),
+        items: slots.len(),
+        remaining: AtomicUsize::new(slots.len()),
+        panic: Mutex::new(None),
+        caller: std::thread::current(),
+    });
+    // Runs item `i`; called once per item, by whoever claimed it.
+    let run = |i: usize| {
+        if let Some(item) = take(i) {
+            f(item)
+        }
+    };
+    let run: *const (dyn Fn(usize) + Sync + '_) = &run;
+    // SAFETY: only the lifetime is erased, from a raw pointer. It is dereferenced only by a
+    // thread that has just claimed an item (`run_claims`), and this function returns only
+    // after every item has been claimed and its run has finished (`remaining == 0`), so `run`
+    // and what it borrows outlive every dereference. Jobs that start after the last claim
+    // touch only the `Arc`'d state.
+    let run = RunPtr(unsafe {
+        std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync)>(
+            run,
+        )
+    });
+    let pool = pool();
+    let helpers = pool
+        .current_num_threads()
+        .min(slots.len())
+        .saturating_sub(1);
+    for _ in 0..helpers {
+        let state = Arc::clone(&state);
+        pool.spawn(move || state.run_claims(run));
+    }
+    state.run_claims(run);
+    let start = Instant::now();
+    while state.remaining.load(Ordering::Acquire) > 0 {
+        if start.elapsed() < CALLER_SPIN {
+            std::hint::spin_loop();
+        } else {
+            // Woken by the run that brings `remaining` to 0 (or spuriously: checked again).
+            std::thread::park();
+        }
+    }
+    let panic = state
+        .panic
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+/// The shared state of one [`for_each_with_caller`] call.
+struct Claims {
+    /// The next item to claim (values from `items` on: nothing left).
+    next: AtomicUsize,
+    items: usize,
+    /// Items not yet run to the end.
+    remaining: AtomicUsize,
+    /// The first panic of a run, resumed by the caller.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    caller: std::thread::Thread,
+}
+
+impl Claims {
+    /// Claims items one at a time and runs each through `run`, until none is left.
+    fn run_claims(&self, run: RunPtr) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            if i >= self.items {
+                return;
+            }
+            // SAFETY: this thread has claimed item `i`, so the caller of
+            // `for_each_with_caller` is still inside it (it waits for `remaining == 0`, which
+            // needs this run to end) and the closure behind `run` is alive.
+            let run = unsafe { &*run.0 };
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(i)))
+            {
+                let mut first = self.panic.lock().unwrap_or_else(PoisonError::into_inner);
+                first.get_or_insert(payload);
+            }
+            if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                self.caller.unpark();
+            }
+        }
+    }
+}
+
+/// The per-item closure of a [`for_each_with_caller`] call, with its lifetime erased; see the
+/// SAFETY notes there and in [`Claims::run_claims`].
+#[derive(Clone, Copy)]
+struct RunPtr(*const (dyn Fn(usize) + Sync));
+
+// SAFETY: the closure behind the pointer is `Sync`, so calling it from another thread is
+// sound while it is alive, which `Claims::run_if_unclaimed` ensures.
+unsafe impl Send for RunPtr {}
+
+/// Splits `out` into `tasks` contiguous chunks of nearly equal length (multiples of `align`
+/// elements except the last) and calls `f(element_range, chunk)` on each, on the pool when
+/// `tasks > 1`. The chunks are disjoint, so `f` can write its chunk without synchronisation.
+///
+/// `f` is called through `&dyn Fn`, once per chunk: the splitting is compiled once per element
+/// type, not once per kernel, and `f`, a whole kernel inlined, once for both paths.
+#[inline(always)]
+pub fn for_each_chunk_mut<T: Send>(
+    out: &mut [T],
+    tasks: usize,
+    align: usize,
+    f: impl Fn(Range<usize>, &mut [T]) + Sync,
+) {
+    chunks_in_ranges(out, tasks, align, &f)
+}
+
+fn chunks_in_ranges<T: Send>(
+    out: &mut [T],
+    tasks: usize,
+    align: usize,
+    f: &(dyn Fn(Range<usize>, &mut [T]) + Sync),
+) {
+    let n = out.len();
+    let align = align.max(1);
+    let per = n.div_ceil(tasks.max(1)).next_multiple_of(align).max(align);
+    let run: &(dyn Fn(usize, &mut [T]) + Sync) =
+        &|t, chunk| f(t * per..t * per + chunk.len(), chunk);
+    if per >= n {
+        return run(0, out);
+    }
+    chunks_on_pool(out, per, run);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every item runs exactly once and sees its own data, for 0 to 5 items, from several
+    /// calling threads at once (their jobs interleave on the one pool).
+    #[test]
+    fn with_caller_runs_every_item_once() {
+        std::thread::scope(|scope| {
+            for caller in 0..3 {
+                scope.spawn(move || {
+                    for round in 0..200 {
+                        let items = (caller + round) % 6;
+                        let mut out = vec![0usize; items * 64];
+                        for_each_with_caller(out.chunks_mut(64).enumerate(), |(i, chunk)| {
+                            for (j, x) in chunk.iter_mut().enumerate() {
+                                *x += i * 1000 + j + 1;
+                            }
+                        });
+                        for (k, &x) in out.iter().enumerate() {
+                            assert_eq!(x, (k / 64) * 1000 + k % 64 + 1, "caller {caller}");
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    /// The splitting helpers, which run on the caller and the pool, give every element to
+    /// exactly one task, with more tasks than threads, and when called from inside a pool
+    /// task (nested: the inner caller is a worker).
+    #[test]
+    fn helpers_cover_every_element_once_with_the_caller_taking_part() {
+        set_parallel_threshold(1 << 15);
+        let n = (1 << 16) + 13;
+        let check = |v: &[usize]| v.iter().enumerate().all(|(i, &x)| x == i + 1);
+        let run = || {
+            let mut v = vec![0usize; n];
+            for_each_chunk_mut(&mut v, 9, 4, |range, chunk| {
+                for (x, i) in chunk.iter_mut().zip(range) {
+                    *x += i + 1;
+                }
+            });
+            assert!(check(&v), "for_each_chunk_mut");
+            let mut v = vec![0usize; n];
+            let rows = n / 7;
+            for_each_row_chunk(&mut v[..rows * 7], rows, 7, |range, chunk| {
+                for (x, i) in chunk.iter_mut().zip(range.start * 7..) {
+                    *x += i + 1;
+                }
+            });
+            assert!(check(&v[..rows * 7]), "for_each_row_chunk");
+            let seen: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+            for_each_split(n, 11, 8, |_, range| {
+                for i in range {
+                    seen[i].fetch_add(i + 1, Ordering::Relaxed);
+                }
+            });
+            let v: Vec<usize> = seen.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+            assert!(check(&v), "for_each_split");
+        };
+        run();
+        if num_threads() < 2 {
+            return;
+        }
+        // Two items that wait for each other: one runs on the caller, the other on a worker,
+        // and each calls the helpers from there.
+        let both = std::sync::Barrier::new(2);
+        let on_worker = std::sync::atomic::AtomicBool::new(false);
+        for_each_with_caller(0..2, |_| {
+            both.wait();
+            let name = std::thread::current().name().map(str::to_owned);
+            if name.is_some_and(|n| n.starts_with("namedtensor-")) {
+                on_worker.store(true, Ordering::SeqCst);
+            }
+            run();
+        });
+        assert!(on_worker.load(Ordering::SeqCst), "no item ran on a worker");
+    }
+
+    /// At most `num_threads` threads run the items of one call, the caller included.
+    #[test]
+    fn with_caller_uses_at_most_the_pool_size() {
+        let threads = num_threads();
+        for _ in 0..20 {
+            let running = AtomicUsize::new(0);
+            let most = AtomicUsize::new(0);
+            for_each_with_caller(0..4 * threads + 3, |_| {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_micros(200));
+                running.fetch_sub(1, Ordering::SeqCst);
+            });
+            assert!(
+                most.load(Ordering::SeqCst) <= threads,
+                "more than {threads} threads ran"
+            );
+        }
+    }
+
+    /// A panicking item reaches the caller, after the other items have run (none is left
+    /// running against the caller's frame), and the pool stays usable.
+    #[test]
+    fn with_caller_resumes_a_panic_after_every_item_ran() {
+        for bad in 0..3 {
+            let done = AtomicUsize::new(0);
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                for_each_with_caller(0..3, |i| {
+                    std::thread::sleep(Duration::from_millis(2));
+                    if i == bad {
+                        panic!("item {i} failed");
+                    }
+                    done.fetch_add(1, Ordering::SeqCst);
+                })
+            }));
+            let payload = result.expect_err("the panic must reach the caller");
+            assert_eq!(
+                payload.downcast_ref::<String>().map(String::as_str),
+                Some(format!("item {bad} failed").as_str())
+            );
+            assert_eq!(done.load(Ordering::SeqCst), 2);
+        }
+        let count = AtomicUsize::new(0);
+        for_each_with_caller(0..2, |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+    }
+}
