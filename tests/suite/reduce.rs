@@ -545,6 +545,68 @@ fn along(vals: &[f64], shape: &[usize], dim: usize, f: impl Fn(&[f64]) -> Vec<f6
     out
 }
 
+/// Rows with NaN, infinities and masked (`-inf`) entries, at lengths that reach the row
+/// kernel's whole vectors and its remainder (3, 19, 64), along the last dim (contiguous rows)
+/// and the first (columns): PyTorch's results, worked out by hand — a NaN or `+inf` anywhere
+/// in a row, or a row of only `-inf`, makes the whole row NaN; `-inf` entries get 0 (log:
+/// `-inf`) and the rest share the mass.
+#[test]
+fn softmax_rows_with_nan_and_infinities_match_pytorch() {
+    fn check<E: namedtensor::Float>(len: usize, at: usize) {
+        let cases: [(&str, Vec<f64>); 4] = [
+            ("nan", {
+                let mut v = vec![0.5; len];
+                v[at] = f64::NAN;
+                v
+            }),
+            ("+inf", {
+                let mut v = vec![0.5; len];
+                v[at] = f64::INFINITY;
+                v
+            }),
+            ("all -inf", vec![f64::NEG_INFINITY; len]),
+            ("masked", {
+                let mut v = vec![1.0; len];
+                v[at] = f64::NEG_INFINITY;
+                v
+            }),
+        ];
+        for (name, row) in cases {
+            let x = DynTensor::<f64>::from_vec(row.clone(), &[1, len]).to_dtype::<E>();
+            let xt = DynTensor::<f64>::from_vec(row.clone(), &[len, 1]).to_dtype::<E>();
+            for (got, log) in [
+                (x.softmax(-1).to_dtype::<f64>().to_vec(), false),
+                (xt.softmax(0).to_dtype::<f64>().to_vec(), false),
+                (x.log_softmax(-1).to_dtype::<f64>().to_vec(), true),
+                (xt.log_softmax(0).to_dtype::<f64>().to_vec(), true),
+            ] {
+                let what = format!("{} len {len} at {at} {name} log {log}", E::DTYPE);
+                if name == "masked" {
+                    let share = 1.0 / (len - 1) as f64;
+                    for (i, g) in got.iter().enumerate() {
+                        let want = match (i == at, log) {
+                            (true, false) => 0.0,
+                            (true, true) => f64::NEG_INFINITY,
+                            (false, false) => share,
+                            (false, true) => share.ln(),
+                        };
+                        assert!(
+                            g == &want || (g - want).abs() < 1e-6 * want.abs().max(1.0),
+                            "{what}: {got:?}"
+                        );
+                    }
+                } else {
+                    assert!(got.iter().all(|g| g.is_nan()), "{what}: {got:?}");
+                }
+            }
+        }
+    }
+    for (len, at) in [(3, 1), (19, 2), (19, 17), (64, 0), (64, 63)] {
+        check::<f32>(len, at);
+        check::<f64>(len, at);
+    }
+}
+
 #[test]
 fn softmax_log_softmax_cumsum_cumprod() {
     for shape in [vec![3usize, 4, 5], vec![2, 300], vec![300, 3]] {
