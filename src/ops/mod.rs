@@ -69,6 +69,7 @@ pub(crate) use reduce::reduce_keepdim;
 pub use save_tensor::{LeBytes, SaveTensor};
 pub use serialize::{SafetensorsFile, load_tensors, load_tensors_from_bytes, save_tensors};
 pub(crate) use serialize::{load_with_metadata, save_with_metadata};
+pub(crate) use softmax::softmax_backward;
 
 use crate::autograd;
 use crate::backend::device::Device;

@@ -28,6 +28,36 @@ fn softmax_impl<E: Float>(t: &DynTensor<E>, dim: isize, log: bool) -> Result<Dyn
     Ok(crate::autograd::softmax(op, t, d, log, out))
 }
 
+/// The gradient of `softmax(x)` (`log_softmax` with `log`) along `d` from its output `y` and
+/// the output's gradient `g` (same shape and device): `y·(g − Σ g·y)`, or `g − exp(y)·Σ g`,
+/// in one pass of the backend (autograd's formula when nothing records it).
+pub(crate) fn softmax_backward<E: Element>(
+    y: &DynTensor<E>,
+    g: &DynTensor<E>,
+    d: usize,
+    log: bool,
+) -> Result<DynTensor<E>> {
+    let op = if log {
+        "log_softmax_backward"
+    } else {
+        "softmax_backward"
+    };
+    if y.shape() != g.shape() {
+        return Err(crate::error::Error::new(
+            crate::error::ErrorKind::ShapeMismatch,
+            op,
+            format!(
+                "the gradient's shape {:?} differs from the output's {:?}",
+                g.shape(),
+                y.shape()
+            ),
+        ));
+    }
+    let buf =
+        dispatch::softmax_backward(op, y.storage(), y.layout(), g.storage(), g.layout(), d, log)?;
+    DynTensor::from_contiguous_buffer(buf, y.shape())
+}
+
 fn scan_impl<E: Element>(
     op: &'static str,
     t: &DynTensor<E>,

@@ -935,6 +935,26 @@ proptest::proptest! {
             close(&format!("sum_dim({dim}) of {ctx}"), &c.sum_dim(dim, false), &d.sum_dim(dim, false), 0.0)?;
             close(&format!("cumsum({dim}) of {ctx}"), &c.cumsum(dim), &d.cumsum(dim), 0.0)?;
             close(&format!("softmax({dim}) of {ctx}"), &c.softmax(dim), &d.softmax(dim), 2e-6)?;
+            // The backend's softmax gradient, with the broadcast operand as the gradient.
+            for log in [false, true] {
+                let grad_of = |x: &DynTensor<f32>, g: &DynTensor<f32>| {
+                    let x = x.detach().requires_grad_(true);
+                    let y = if log { x.log_softmax(dim) } else { x.softmax(dim) };
+                    y.backward_with(g, namedtensor::autograd::BackwardOptions::default()).unwrap();
+                    x.grad().unwrap()
+                };
+                let what = format!("softmax({dim}, log {log}) gradient of {ctx}");
+                let (gc, gd) = (grad_of(&c, &oc), grad_of(&d, &od));
+                proptest::prop_assert_eq!(gd.device(), Device::Cuda(0), "{}: left the device", what);
+                // `g − Σ g·y` cancels: the rounding is relative to the gradient's inputs (at
+                // most 4 here), not to the result, which may be 0 on one side only.
+                for (i, (x, y)) in gc.to_vec().into_iter().zip(gd.to_vec()).enumerate() {
+                    proptest::prop_assert!(
+                        (x - y).abs() <= 1e-5 * (1.0 + x.abs()),
+                        "{}: element {} is {} on the CPU, {} on the device", what, i, x, y
+                    );
+                }
+            }
             if c.shape()[dim as usize] > 0 {
                 close(&format!("amax_dim({dim}) of {ctx}"), &c.amax_dim(dim, true), &d.amax_dim(dim, true), 0.0)?;
             }

@@ -730,6 +730,49 @@ proptest! {
         }
     }
 
+    /// The backend's softmax gradient (what `backward` runs) against the formula composed of
+    /// ops, on views of every kind for both operands, along every dim, in f64 and f32 (and
+    /// bf16 computed in f32, against the formula in f32 on the same rounded values).
+    #[test]
+    fn prop_softmax_gradient_is_the_composed_formula(
+        shape in prop::collection::vec(1usize..=6, 1..=4),
+        kinds in (prop::sample::select(KINDS.to_vec()), prop::sample::select(KINDS.to_vec())),
+        d in 0usize..4,
+        log in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        fn case<E: namedtensor::Float>(
+            shape: &[usize], kinds: (Kind, Kind), d: usize, log: bool, seed: u64, tol: f64,
+        ) -> Result<(), TestCaseError> {
+            let n = shape.iter().product();
+            let x = view::<E>(&floats(n, seed, -6.0, 6.0), shape, kinds.0).requires_grad_(true);
+            let g = view::<E>(&floats(n, seed ^ 0x5eed, -2.0, 2.0), shape, kinds.1);
+            let d = d as isize;
+            let y = if log { x.log_softmax(d) } else { x.softmax(d) };
+            y.backward_with(&g, namedtensor::autograd::BackwardOptions::default()).unwrap();
+            let got = elems_f64(&x.grad().unwrap());
+            // The formula in f64 on the same (rounded) values of y and g.
+            let (y, g) = (y.detach().to_dtype::<f64>(), g.to_dtype::<f64>());
+            let want = if log {
+                &g - &(y.exp() * g.sum_dim(d, true))
+            } else {
+                &y * &(&g - &(&g * &y).sum_dim(d, true))
+            };
+            for (i, (a, b)) in got.iter().zip(elems_f64(&want)).enumerate() {
+                prop_assert!(
+                    (a - b).abs() <= tol * (1.0 + b.abs()),
+                    "{} {:?} {:?} dim {} log {}: element {} is {} against {}",
+                    E::DTYPE, shape, kinds, d, log, i, a, b
+                );
+            }
+            Ok(())
+        }
+        let d = d % shape.len();
+        case::<f64>(&shape, kinds, d, log, seed, 1e-12)?;
+        case::<f32>(&shape, kinds, d, log, seed, 1e-5)?;
+        case::<bf16>(&shape, kinds, d, log, seed, 2e-2)?;
+    }
+
     #[test]
     fn prop_softmax_lanes_sum_to_one(
         shape in prop::collection::vec(1usize..=5, 1..=4),

@@ -221,6 +221,22 @@ pub trait Backend {
         log: bool,
     ) -> Result<Self::Buffer<E>>;
 
+    /// The gradient of [`Backend::softmax`] (of log-softmax with `log`) along `dim`, from the
+    /// forward's output `y` and its gradient `g`, seen through layouts of the same sizes:
+    /// `y·(g − Σ g·y)`, or `g − exp(y)·Σ g`, each sum along `dim`, computed in the compute
+    /// type; a contiguous result of those sizes (float types only). One pass where the four
+    /// operations it replaces made three temporaries.
+    #[allow(clippy::too_many_arguments)]
+    fn softmax_backward<E: Element>(
+        op: &'static str,
+        y: &Self::Buffer<E>,
+        ly: &Layout,
+        g: &Self::Buffer<E>,
+        lg: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<Self::Buffer<E>>;
+
     /// Running sums (or products) along `dim`, stored as `O` (the sum type of `E`),
     /// accumulating in `f64` for float results and in wrapping `i64` for integer ones.
     fn scan<E: Element, O: Element>(

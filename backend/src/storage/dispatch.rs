@@ -235,6 +235,26 @@ pub fn softmax<E: Element>(
     on_backend!(op, (&*g => s), B => B::softmax::<E>(op, s, layout, dim, log), new_buffer)
 }
 
+/// The gradient of a softmax along `dim` from its output `y` and the output's gradient `g`
+/// (see [`Backend::softmax_backward`]).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn softmax_backward<E: Element>(
+    op: &'static str,
+    y: &Storage<E>,
+    ly: &Layout,
+    g: &Storage<E>,
+    lg: &Layout,
+    dim: usize,
+    log: bool,
+) -> Result<Buffer<E>> {
+    super::with_read_buffers2(
+        y,
+        g,
+        |gy, gg| on_backend!(op, (gy => a, gg => b), K => K::softmax_backward::<E>(op, a, ly, b, lg, dim, log), new_buffer),
+    )
+}
+
 /// Running sums or products along `dim`, as `O` (see [`Backend::scan`]).
 #[doc(hidden)]
 pub fn scan<E: Element, O: Element>(

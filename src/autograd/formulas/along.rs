@@ -22,6 +22,11 @@ pub(crate) fn softmax<E: Element>(
     record(op, y, vec![input(x)], true, move |g, node| {
         let g = g.into_typed::<E>(node.name)?;
         let y = sy.get(node)?;
+        // One pass of the backend, unless this pass is recorded (`create_graph`): the fused
+        // op has no gradient of its own, the composition below does.
+        if !crate::autograd::tracks(&g) && !crate::autograd::tracks(&y) {
+            return Ok(vec![some(crate::ops::softmax_backward(&y, &g, d, log)?)]);
+        }
         let gx = if log {
             // g - softmax(x) Σ g
             let p = crate::ops::unary(OP, UnaryOp::Exp, &y)?;

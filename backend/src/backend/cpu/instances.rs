@@ -27,7 +27,7 @@ use super::matmul::matmul_op;
 use super::parallel::{for_each_chunk_mut, task_count};
 use super::pool::reserve;
 use super::reduction::{Reduced, arg_reduce_op, reduce_op};
-use super::scan::{scan_op, softmax_op};
+use super::scan::{scan_op, softmax_backward_op, softmax_op};
 use super::select::{cat, gather_op, index_select_op, scatter_add_op};
 use super::shape::{flip_to_vec, mask_triangle};
 use super::words;
@@ -179,6 +179,15 @@ pub trait Instances: Element {
     fn arg_reduce(max: bool, src: &[Self], layout: &Layout, dim: usize) -> (Vec<Self>, Vec<i64>);
     /// See [`Backend::softmax`] (float types only).
     fn softmax(src: &[Self], layout: &Layout, dim: usize, log: bool) -> Vec<Self>;
+    /// See [`Backend::softmax_backward`] (float types only).
+    fn softmax_backward(
+        y: &[Self],
+        ly: &Layout,
+        g: &[Self],
+        lg: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Vec<Self>;
     /// See [`Backend::scan`].
     fn scan(prod: bool, src: &[Self], layout: &Layout, dim: usize) -> Vec<Self::Sum>;
     /// See [`Backend::index_select`].
@@ -254,6 +263,13 @@ macro_rules! instances {
         let _ = ($src, $l, $dim, $log);
         unreachable!("{}", FLOAT_ONLY)
     }};
+    (@softmax_backward float, $t:ty, $c:ty, $y:expr, $ly:expr, $g:expr, $lg:expr, $dim:expr, $log:expr) => {
+        softmax_backward_op::<$t, $c>($y, $ly, $g, $lg, $dim, $log)
+    };
+    (@softmax_backward numeric, $t:ty, $c:ty, $y:expr, $ly:expr, $g:expr, $lg:expr, $dim:expr, $log:expr) => {{
+        let _ = ($y, $ly, $g, $lg, $dim, $log);
+        unreachable!("{}", FLOAT_ONLY)
+    }};
     ($($kind:ident: $($t:ty => $c:ty),*;)*) => {$($(
         impl Instances for $t {
             fn reduce(rop: ReduceOp, src: &[$t], layout: &Layout, mask: &[bool]) -> Reduced<$t> {
@@ -264,6 +280,16 @@ macro_rules! instances {
             }
             fn softmax(src: &[$t], layout: &Layout, dim: usize, log: bool) -> Vec<$t> {
                 instances!(@softmax $kind, $t, $c, src, layout, dim, log)
+            }
+            fn softmax_backward(
+                y: &[$t],
+                ly: &Layout,
+                g: &[$t],
+                lg: &Layout,
+                dim: usize,
+                log: bool,
+            ) -> Vec<$t> {
+                instances!(@softmax_backward $kind, $t, $c, y, ly, g, lg, dim, log)
             }
             fn scan(prod: bool, src: &[$t], layout: &Layout, dim: usize) -> Vec<<$t as Kernel>::Sum> {
                 scan_op(prod, src, layout, dim)
@@ -582,6 +608,26 @@ impl Backend for Cpu {
     ) -> Result<Vec<E>> {
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::softmax(retype(src), layout, dim, log))))
+    }
+
+    fn softmax_backward<E: Element>(
+        op: &'static str,
+        y: &Vec<E>,
+        ly: &Layout,
+        g: &Vec<E>,
+        lg: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<Vec<E>> {
+        reserve::<E>(op, ly.numel())?;
+        Ok(dtype_match!(E::DTYPE, T => retype_vec(T::softmax_backward(
+            retype(y),
+            ly,
+            retype(g),
+            lg,
+            dim,
+            log
+        ))))
     }
 
     fn scan<E: Element, O: Element>(

@@ -272,6 +272,122 @@ pub fn softmax_op<E: Element, T: NativeFloat>(
     vec_into(softmax(&gathered, n, inner, log))
 }
 
+/// [`Backend::softmax_backward`](crate::backend::Backend::softmax_backward) on the CPU:
+/// `y` and `g` seen through `ly` and `lg` (same sizes), computed in `T`. Contiguous operands
+/// already of type `T` are read where they are; others are gathered (and converted) first.
+pub fn softmax_backward_op<E: Element, T: NativeFloat>(
+    y: &[E],
+    ly: &Layout,
+    g: &[E],
+    lg: &Layout,
+    dim: usize,
+    log: bool,
+) -> Vec<E> {
+    let (n, inner) = around(ly.sizes(), dim);
+    let len = ly.numel();
+    let (gy, gg);
+    let y: &[T] = match as_type::<E, T>(y) {
+        Some(s) if ly.is_contiguous() && len > 0 => &s[ly.offset()..ly.offset() + len],
+        _ => {
+            gy = map_new::<E, T, T, T, false>(y, ly, |x| x);
+            &gy
+        }
+    };
+    let g: &[T] = match as_type::<E, T>(g) {
+        Some(s) if lg.is_contiguous() && len > 0 => &s[lg.offset()..lg.offset() + len],
+        _ => {
+            gg = map_new::<E, T, T, T, false>(g, lg, |x| x);
+            &gg
+        }
+    };
+    let slab = n * inner;
+    let mut out = take_buffer::<T>(len);
+    for_each_slabs(&mut out.spare_capacity_mut()[..len], n, inner, |at, d| {
+        let (y, g) = (&y[at..at + d.len()], &g[at..at + d.len()]);
+        vectorized(
+            #[inline(always)]
+            || {
+                let slabs = y
+                    .chunks_exact(slab)
+                    .zip(g.chunks_exact(slab))
+                    .zip(d.chunks_exact_mut(slab));
+                // `log` as a constant (a run-time flag inside the loops kept them scalar), and
+                // `for` loops, not `for_each`: `Zip::fold` is compiled apart from this
+                // vector-instruction context, at the baseline.
+                if log {
+                    for ((y, g), d) in slabs {
+                        softmax_backward_slab::<T, true>(y, g, d, n, inner)
+                    }
+                } else {
+                    for ((y, g), d) in slabs {
+                        softmax_backward_slab::<T, false>(y, g, d, n, inner)
+                    }
+                }
+            },
+        )
+    });
+    // SAFETY: the runs cover `0..len` in whole slabs and `softmax_backward_slab` writes every
+    // element of its slab; with `n · inner == 0`, `len == 0`.
+    unsafe { out.set_len(len) };
+    vec_into(out)
+}
+
+/// The softmax gradient of one `[n, inner]` slab into `dst` (every element written): per
+/// lane `s = Σ g·y` (`Σ g` with `LOG`), then `y·(g − s)` (`g − exp(y)·s`). A contiguous
+/// lane (`inner == 1`) folds its sum in [`ROW_LANES`] accumulators; columns go in blocks.
+#[inline(always)]
+fn softmax_backward_slab<T: NativeFloat, const LOG: bool>(
+    y: &[T],
+    g: &[T],
+    dst: &mut [MaybeUninit<T>],
+    n: usize,
+    inner: usize,
+) {
+    let term = |y: T, g: T| if LOG { g } else { g.nmul(y) };
+    let grad = |y: T, g: T, s: T| {
+        if LOG {
+            g.nsub(y.exp().nmul(s))
+        } else {
+            y.nmul(g.nsub(s))
+        }
+    };
+    if inner == 1 {
+        let mut acc = [T::ZERO; ROW_LANES];
+        let (yc, gc) = (y.chunks_exact(ROW_LANES), g.chunks_exact(ROW_LANES));
+        let (yr, gr) = (yc.remainder(), gc.remainder());
+        for (yc, gc) in yc.zip(gc) {
+            for ((a, &y), &g) in acc.iter_mut().zip(yc).zip(gc) {
+                *a = a.nadd(term(y, g));
+            }
+        }
+        for ((a, &y), &g) in acc.iter_mut().zip(yr).zip(gr) {
+            *a = a.nadd(term(y, g));
+        }
+        let s = reduce_lanes(acc, |a, b| a.nadd(b));
+        for ((d, &y), &g) in dst.iter_mut().zip(y).zip(g) {
+            d.write(grad(y, g, s));
+        }
+        return;
+    }
+    for c0 in (0..inner).step_by(COLS) {
+        let w = COLS.min(inner - c0);
+        let mut s = [T::ZERO; COLS];
+        for i in 0..n {
+            let at = i * inner + c0..i * inner + c0 + w;
+            for ((s, &y), &g) in s[..w].iter_mut().zip(&y[at.clone()]).zip(&g[at]) {
+                *s = s.nadd(term(y, g));
+            }
+        }
+        for i in 0..n {
+            let at = i * inner + c0..i * inner + c0 + w;
+            let (y, g, d) = (&y[at.clone()], &g[at.clone()], &mut dst[at]);
+            for (((d, &s), &y), &g) in d.iter_mut().zip(&s[..w]).zip(y).zip(g) {
+                d.write(grad(y, g, s));
+            }
+        }
+    }
+}
+
 /// Running sums (or products) of `layout` over `src` along `dim`, stored as `O`: `f64`
 /// accumulators for a float `O`, wrapping `i64` ones otherwise.
 pub fn scan_op<E: Element, O: Element>(

@@ -550,6 +550,32 @@ impl Backend for Cuda {
         copy::cast(op, &r, &back, E::DTYPE)
     }
 
+    fn softmax_backward<E: Element>(
+        op: &'static str,
+        y: &CudaBuffer,
+        ly: &Layout,
+        g: &CudaBuffer,
+        lg: &Layout,
+        dim: usize,
+        log: bool,
+    ) -> Result<CudaBuffer> {
+        if ly.rank() == 0 {
+            return compute::softmax_backward(op, y, &ly.unsqueeze(0)?, g, &lg.unsqueeze(0)?, log);
+        }
+        // As `softmax`: the kernel works on the last dim; `dim` is moved there and back.
+        let last = ly.rank() - 1;
+        let (my, mg) = (
+            ly.transpose(dim as isize, last as isize)?,
+            lg.transpose(dim as isize, last as isize)?,
+        );
+        let r = compute::softmax_backward(op, y, &my, g, &mg, log)?;
+        if dim == last {
+            return Ok(r);
+        }
+        let back = Layout::contiguous(my.sizes())?.transpose(dim as isize, last as isize)?;
+        copy::cast(op, &r, &back, E::DTYPE)
+    }
+
     fn scan<E: Element, O: Element>(
         op: &'static str,
         prod: bool,

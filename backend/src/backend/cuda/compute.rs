@@ -344,6 +344,63 @@ pub fn softmax(
     Ok(out)
 }
 
+/// The gradient of softmax (log-softmax with `log`) along the last dim, from the forward's
+/// output `y` and its gradient `g` (layouts of the same sizes, float dtypes): a contiguous
+/// result. Non-contiguous operands are gathered first.
+pub fn softmax_backward(
+    op: &'static str,
+    y: &CudaBuffer,
+    ly: &Layout,
+    g: &CudaBuffer,
+    lg: &Layout,
+    log: bool,
+) -> Result<CudaBuffer> {
+    check_pair(op, y, ly, g, lg)?;
+    if !y.dtype().is_float() {
+        return Err(unsupported(op, "softmax_backward", y.dtype()));
+    }
+    let Some(&cols) = ly.sizes().last() else {
+        return Err(Error::dim_out_of_range(op, -1, 0));
+    };
+    let dev = y.cuda_device();
+    let n = ly.numel();
+    if n == 0 {
+        return CudaBuffer::alloc(op, dev, y.dtype(), 0);
+    }
+    // The kernel reads both operands as contiguous rows from 0: others are packed first.
+    let (packed_y, packed_g);
+    let y = if ly.is_contiguous() && ly.offset() == 0 {
+        y
+    } else {
+        packed_y = cast(op, y, ly, y.dtype())?;
+        &packed_y
+    };
+    let g = if lg.is_contiguous() && lg.offset() == 0 {
+        g
+    } else {
+        packed_g = cast(op, g, lg, g.dtype())?;
+        &packed_g
+    };
+    let rows = n / cols;
+    let mut out = CudaBuffer::alloc(op, dev, y.dtype(), n)?;
+    let kernel = Kernel::softmax_backward(y.dtype());
+    let f = dev.function(op, &kernel)?;
+    let (rows64, cols64, log32) = (rows as u64, cols as u64, log as i32);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(y.slice())
+        .arg(g.slice())
+        .arg(&rows64)
+        .arg(&cols64)
+        .arg(&log32);
+    // SAFETY: matches `nt_softmax_bwd_T(T* out, const T* y, const T* g, u64 rows, u64 cols,
+    // int log)` with NT_REDUCE_THREADS threads; `y`, `g` and `out` each hold rows * cols
+    // contiguous elements of the dtype.
+    unsafe { args.launch(rows_config(rows)) }
+        .map_err(|e| driver(op, y.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
 /// `cond ? a : b` elementwise (`select.cu`): the three layouts have the output's sizes (a
 /// broadcast dim has stride 0), `cond` is `bool` and `a`, `b` share the output's dtype.
 pub fn where_(

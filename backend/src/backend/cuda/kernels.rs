@@ -202,6 +202,11 @@ impl Kernel {
         Kernel::new(Source::Softmax, "softmax", &[type_name(dtype)])
     }
 
+    /// The gradient of softmax / log-softmax on a float `dtype`.
+    pub fn softmax_backward(dtype: DType) -> Kernel {
+        Kernel::new(Source::Softmax, "softmax_bwd", &[type_name(dtype)])
+    }
+
     /// `cond ? a : b` elementwise on `dtype` (any dtype; the condition is `bool`).
     pub fn where_(dtype: DType) -> Kernel {
         Kernel::new(Source::Select, "where", &[type_name(dtype)])
@@ -311,6 +316,7 @@ pub fn all_kernels() -> Vec<Kernel> {
         }
         if s.is_float() {
             all.push(Kernel::softmax(s));
+            all.push(Kernel::softmax_backward(s));
         }
         all.push(Kernel::where_(s));
         all.push(Kernel::index(s));
@@ -354,6 +360,10 @@ mod tests {
             Kernel::softmax(DType::F64)
                 .program()
                 .ends_with("NT_SOFTMAX(f64)\n")
+        );
+        assert_eq!(
+            Kernel::softmax_backward(DType::BF16).name,
+            "nt_softmax_bwd_bf16"
         );
     }
 

@@ -4,6 +4,10 @@
 // Computed in float for f16/bf16/f32 and double for f64, with the row maximum subtracted
 // first; a NaN anywhere in a row makes the row NaN. Instantiated per float dtype:
 // NT_SOFTMAX(T).
+//
+// The gradient, NT_SOFTMAX_BWD(T): from the forward's output y and its gradient g (both
+// contiguous rows from 0), per row s = sum(g * y) (sum(g) for log-softmax), then
+// y * (g - s) (g - exp(y) * s), computed like the forward.
 
 template <typename C> NT_HD C nt_exp_c(C x);
 template <> NT_HD float nt_exp_c<float>(float x) { return expf(x); }
@@ -50,4 +54,34 @@ __device__ void nt_softmax_impl(T* out, const T* in, nt_u64 offset, nt_u64 rows,
                                               nt_u64 offset, nt_u64 rows, nt_u64 cols,       \
                                               int log) {                                     \
         nt_softmax_impl<nt_t_##T>(out, in, offset, rows, cols, log);                        \
+    }
+
+template <typename T>
+__device__ void nt_softmax_bwd_impl(T* out, const T* y, const T* g, nt_u64 rows, nt_u64 cols, int log) {
+    typedef nt_traits<T> tr;
+    typedef typename tr::compute C;
+    __shared__ C sh[NT_REDUCE_THREADS];
+    for (nt_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T* yr = y + row * cols;
+        const T* gr = g + row * cols;
+        T* o = out + row * cols;
+        C s = (C)0;
+        for (nt_u64 k = threadIdx.x; k < cols; k += NT_REDUCE_THREADS) {
+            C gk = tr::to_compute(gr[k]);
+            s += log ? gk : gk * tr::to_compute(yr[k]);
+        }
+        s = nt_block_reduce(sh, s, nt_add_op<C>());
+        for (nt_u64 k = threadIdx.x; k < cols; k += NT_REDUCE_THREADS) {
+            C yk = tr::to_compute(yr[k]);
+            C gk = tr::to_compute(gr[k]);
+            o[k] = tr::from_compute(log ? gk - nt_exp_c(yk) * s : yk * (gk - s));
+        }
+    }
+}
+
+#define NT_SOFTMAX_BWD(T)                                                                    \
+    extern "C" __global__ void nt_softmax_bwd_##T(nt_t_##T* out, const nt_t_##T* y,          \
+                                                  const nt_t_##T* g, nt_u64 rows,            \
+                                                  nt_u64 cols, int log) {                    \
+        nt_softmax_bwd_impl<nt_t_##T>(out, y, g, rows, cols, log);                          \
     }
