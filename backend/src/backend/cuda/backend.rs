@@ -536,18 +536,9 @@ impl Backend for Cuda {
         dim: usize,
         log: bool,
     ) -> Result<CudaBuffer> {
-        if layout.rank() == 0 {
-            return compute::softmax(op, src, &layout.unsqueeze(0)?, log);
-        }
-        let last = layout.rank() - 1;
-        // The kernel works on the last dim: move `dim` there, and the result back.
-        let moved = layout.transpose(dim as isize, last as isize)?;
-        let r = compute::softmax(op, src, &moved, log)?;
-        if dim == last {
-            return Ok(r);
-        }
-        let back = Layout::contiguous(moved.sizes())?.transpose(dim as isize, last as isize)?;
-        copy::cast(op, &r, &back, E::DTYPE)
+        along_last_dim::<E>(op, &[layout], dim, |l| {
+            compute::softmax(op, src, &l[0], log)
+        })
     }
 
     fn softmax_backward<E: Element>(
@@ -559,21 +550,9 @@ impl Backend for Cuda {
         dim: usize,
         log: bool,
     ) -> Result<CudaBuffer> {
-        if ly.rank() == 0 {
-            return compute::softmax_backward(op, y, &ly.unsqueeze(0)?, g, &lg.unsqueeze(0)?, log);
-        }
-        // As `softmax`: the kernel works on the last dim; `dim` is moved there and back.
-        let last = ly.rank() - 1;
-        let (my, mg) = (
-            ly.transpose(dim as isize, last as isize)?,
-            lg.transpose(dim as isize, last as isize)?,
-        );
-        let r = compute::softmax_backward(op, y, &my, g, &mg, log)?;
-        if dim == last {
-            return Ok(r);
-        }
-        let back = Layout::contiguous(my.sizes())?.transpose(dim as isize, last as isize)?;
-        copy::cast(op, &r, &back, E::DTYPE)
+        along_last_dim::<E>(op, &[ly, lg], dim, |l| {
+            compute::softmax_backward(op, y, &l[0], g, &l[1], log)
+        })
     }
 
     fn scan<E: Element, O: Element>(
@@ -799,4 +778,33 @@ impl Backend for Cuda {
         let zero = scalar_buf(op, src, E::DTYPE, 0.0)?;
         compute::where_(op, &mask, &lm, src, layout, &zero, &scalar_layout(shape)?)
     }
+}
+
+/// Runs a row kernel `f`, which works along the last dim, on `layouts` (of equal sizes) with
+/// `dim` moved last (a 0-d layout as one row of one element), then moves the dim of its
+/// contiguous result back: softmax and its gradient along any dim.
+fn along_last_dim<E: Element>(
+    op: &'static str,
+    layouts: &[&Layout],
+    dim: usize,
+    f: impl FnOnce(&[Layout]) -> Result<CudaBuffer>,
+) -> Result<CudaBuffer> {
+    if layouts[0].rank() == 0 {
+        let rows = layouts
+            .iter()
+            .map(|l| l.unsqueeze(0))
+            .collect::<Result<Vec<_>>>()?;
+        return f(&rows);
+    }
+    let last = layouts[0].rank() - 1;
+    let moved = layouts
+        .iter()
+        .map(|l| l.transpose(dim as isize, last as isize))
+        .collect::<Result<Vec<_>>>()?;
+    let r = f(&moved)?;
+    if dim == last {
+        return Ok(r);
+    }
+    let back = Layout::contiguous(moved[0].sizes())?.transpose(dim as isize, last as isize)?;
+    copy::cast(op, &r, &back, E::DTYPE)
 }
