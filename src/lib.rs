@@ -65,7 +65,24 @@ mod tensor;
 // The layers below the operations live in `namedtensor-backend` (backend/) and
 // `namedtensor-core` (core/); the paths are the same as when they were modules here.
 use namedtensor_backend::{backend, error};
-pub use namedtensor_backend::{dtype, layout, storage};
+pub use namedtensor_backend::{dtype, layout};
+
+/// The shared buffer of tensors: [`Storage`], borrowed elements ([`ElementsRef`]) and the
+/// host buffer pool's settings. (The storage layer's internals, below the tensors, are
+/// reachable from this crate's code only: they trust layouts that the tensors check.)
+pub mod storage {
+    #[cfg(feature = "mpi")]
+    pub(crate) use namedtensor_backend::storage::give_buffer;
+    #[cfg(feature = "nccl")]
+    pub(crate) use namedtensor_backend::storage::nccl;
+    pub(crate) use namedtensor_backend::storage::{
+        Buffer, dispatch, reserve_buffer, take_buffer, with_write_read_buffers,
+    };
+    pub use namedtensor_backend::storage::{
+        ElementsRef, MIN_POOLED_BYTES, Storage, buffer_pool_bytes, buffer_pool_capacity,
+        buffer_pool_idle, release_buffer_pool, set_buffer_pool_capacity, set_buffer_pool_idle,
+    };
+}
 
 pub use backend::cpu::parallel::{
     num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,

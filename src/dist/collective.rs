@@ -181,7 +181,9 @@ impl Communicator {
             mine,
             local,
             move |g, _, sysop| {
-                match storage.write(name) {
+                // SAFETY: the all-reduce writes the elements in `off..off + n`, or, when that is
+                // all of them, swaps in a buffer of the same length (`wire::reduce_range`).
+                match unsafe { storage.write(name) } {
                     Ok(mut guard) => {
                         wire::all_reduce_in_place(
                             g.mpi,

@@ -362,8 +362,11 @@ fn in_place<'a, E: Element>(
         return Ok(dst);
     }
     let result = out_of_place(op, dst)?;
-    with_write_read_buffers(op, dst.storage(), result.storage(), |buf, r| {
-        buf.copy_from(op, dst.layout(), r, result.layout())
-    })?;
+    // SAFETY: the copy writes elements of the buffer only.
+    unsafe {
+        with_write_read_buffers(op, dst.storage(), result.storage(), |buf, r| {
+            buf.copy_from(op, dst.layout(), r, result.layout())
+        })
+    }?;
     Ok(dst)
 }

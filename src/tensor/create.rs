@@ -259,7 +259,8 @@ impl<E: Element> DynTensor<E> {
     pub fn eye_rect(rows: usize, cols: usize) -> Self {
         let t = Self::zeros(&[rows, cols]);
         {
-            let mut guard = or_panic(t.storage.write("eye"));
+            // SAFETY: elements of the new buffer are written.
+            let mut guard = or_panic(unsafe { t.storage.write("eye") });
             let data = or_panic(guard.cpu_mut("eye"));
             for i in 0..rows.min(cols) {
                 data[i * cols + i] = E::ONE;

@@ -72,7 +72,8 @@ impl<E: Element> DynTensor<E> {
     pub fn try_set(&self, index: &[usize], value: E) -> Result<()> {
         crate::autograd::check_inplace("set", self, false)?;
         let pos = self.layout.storage_index(index)?;
-        self.storage.write("set")?.set("set", pos, value)
+        // SAFETY: one element is written.
+        unsafe { self.storage.write("set") }?.set("set", pos, value)
     }
 
     /// The value of a one-element tensor (of any rank). Panics where [`DynTensor::try_item`]
@@ -123,9 +124,8 @@ impl<E: Element> DynTensor<E> {
         if crate::autograd::write_in_place("fill_", self, false, constant)? {
             return Ok(self);
         }
-        self.storage
-            .write("fill_")?
-            .fill("fill_", &self.layout, value)?;
+        // SAFETY: the fill writes elements only.
+        unsafe { self.storage.write("fill_") }?.fill("fill_", &self.layout, value)?;
         Ok(self)
     }
 
@@ -190,9 +190,12 @@ impl<E: Element> DynTensor<E> {
         // written, by copying it to a storage of its own first.
         let same = src.storage.lock_order() == self.storage.lock_order();
         let src = if same { src.deep_copy("copy_")? } else { src };
-        with_write_read_buffers("copy_", &self.storage, &src.storage, |dst, s| {
-            dst.copy_from("copy_", &self.layout, s, &src.layout)
-        })?;
+        // SAFETY: the copy writes elements of the buffer only.
+        unsafe {
+            with_write_read_buffers("copy_", &self.storage, &src.storage, |dst, s| {
+                dst.copy_from("copy_", &self.layout, s, &src.layout)
+            })
+        }?;
         Ok(self)
     }
 }

@@ -334,22 +334,7 @@ impl<E: Element> DynTensor<E> {
 
 /// Fails unless `layout` lies within a storage of `len` elements.
 pub(crate) fn check_fits(op: &'static str, layout: &Layout, len: usize) -> Result<()> {
-    let need = layout.required_storage_len();
-    if layout.numel() > 0 && need > len {
-        return Err(crate::Error::new(
-            crate::ErrorKind::OutOfStorage,
-            op,
-            format!(
-                "sizes {:?} with strides {:?} and offset {} reach storage index {}, but the \
-                 storage has {len} elements",
-                layout.sizes(),
-                layout.strides(),
-                layout.offset(),
-                need - 1
-            ),
-        ));
-    }
-    Ok(())
+    layout.check_within(op, len)
 }
 
 impl<E: Element> Clone for DynTensor<E> {

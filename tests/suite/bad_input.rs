@@ -832,3 +832,51 @@ fn errors_name_the_callers_input_not_an_internal_step() {
     assert_eq!(t.try_unsqueeze(-3).unwrap().shape(), &[1, 2, 3]);
     assert_eq!(t.try_unsqueeze(2).unwrap().shape(), &[2, 3, 1]);
 }
+
+/// The storage's internals that a caller can reach through `DynTensor::storage()` (hidden
+/// from the docs, not API) check the layouts they are handed: one beyond the buffer, or a
+/// copy between different sizes, is an error, never an access outside the buffer.
+#[test]
+fn storage_internals_reachable_from_a_tensor_check_their_layouts() {
+    let t = DynTensor::<f32>::zeros(&[4]);
+    let beyond = Layout::new(&[4], &[1], 2).unwrap();
+    let strided = Layout::new(&[3], &[2], 0).unwrap();
+    let guard = t.storage().read();
+    assert_error(
+        guard.gather_to_vec("test", &beyond),
+        ErrorKind::OutOfStorage,
+        &["storage index 5", "4 elements"],
+    );
+    assert_error(
+        guard.cast::<f64>("test", &strided),
+        ErrorKind::OutOfStorage,
+        &["storage index 4"],
+    );
+    assert_error(
+        guard.to_device("test", &beyond, namedtensor::Device::Cpu),
+        ErrorKind::OutOfStorage,
+        &["storage index 5"],
+    );
+    drop(guard);
+    let src = DynTensor::<f32>::ones(&[2]);
+    let s = src.storage().read();
+    // SAFETY: the copy below is refused before anything is written.
+    let mut dst = unsafe { t.storage().write("test") }.unwrap();
+    assert_error(
+        dst.copy_from(
+            "test",
+            &Layout::contiguous(&[4]).unwrap(),
+            &s,
+            &Layout::contiguous(&[2]).unwrap(),
+        ),
+        ErrorKind::ShapeMismatch,
+        &["sizes [2] into sizes [4]"],
+    );
+    assert_error(
+        dst.fill("test", &beyond, 1.0),
+        ErrorKind::OutOfStorage,
+        &["storage index 5"],
+    );
+    drop((dst, s));
+    assert_eq!(t.to_vec(), vec![0.0; 4], "nothing was written");
+}

@@ -20,7 +20,7 @@ use crate::backend::device::Device;
 use crate::backend::device::mixed_devices;
 use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::Element;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, Window2d};
 
 #[cfg(feature = "cuda")]
@@ -89,7 +89,8 @@ pub fn unary_<E: Element>(
     buf: &Storage<E>,
     dst: &Layout,
 ) -> Result<()> {
-    let mut g = buf.write(op)?;
+    // SAFETY: the in-place kernel writes elements only.
+    let mut g = unsafe { buf.write(op) }?;
     on_backend!(op, (&mut *g => d), B => B::unary_::<E>(op, uop, d, dst), as_is)
 }
 
@@ -132,12 +133,15 @@ pub fn binary_<E: Element, B: Element>(
     src: &Storage<B>,
     ls: &Layout,
 ) -> Result<()> {
-    with_write_read_buffers(
-        op,
-        buf,
-        src,
-        |gd, gs| on_backend!(op, (gd => d, gs => s), K => K::binary_::<E, B>(op, bop, d, dst, s, ls), as_is),
-    )
+    // SAFETY: the in-place kernel writes elements only.
+    unsafe {
+        with_write_read_buffers(
+            op,
+            buf,
+            src,
+            |gd, gs| on_backend!(op, (gd => d, gs => s), K => K::binary_::<E, B>(op, bop, d, dst, s, ls), as_is),
+        )
+    }
 }
 
 /// `cop(a, b)` elementwise, compared in the compute type of `P`.
@@ -187,12 +191,15 @@ pub fn masked_fill_<E: Element>(
     lm: &Layout,
     value: E,
 ) -> Result<()> {
-    with_write_read_buffers(
-        op,
-        buf,
-        mask,
-        |gd, gm| on_backend!(op, (gd => d, gm => m), K => K::masked_fill_::<E>(op, d, dst, m, lm, value), as_is),
-    )
+    // SAFETY: the in-place kernel writes elements only.
+    unsafe {
+        with_write_read_buffers(
+            op,
+            buf,
+            mask,
+            |gd, gm| on_backend!(op, (gd => d, gm => m), K => K::masked_fill_::<E>(op, d, dst, m, lm, value), as_is),
+        )
+    }
 }
 
 /// `src` seen through `layout` reduced by `rop` over the dims in `mask` (see
@@ -553,6 +560,7 @@ impl<E: Element> Buffer<E> {
     /// The elements of `layout` in row-major order, on the host.
     #[doc(hidden)]
     pub fn gather_to_vec(&self, op: &'static str, layout: &Layout) -> Result<Vec<E>> {
+        layout.check_within(op, self.len())?;
         on_backend!(op, (self => b), B => B::to_host::<E>(op, b, layout), as_is)
     }
 
@@ -565,12 +573,14 @@ impl<E: Element> Buffer<E> {
     /// The elements of `layout` converted to `F`, in a new contiguous buffer on the same device.
     #[doc(hidden)]
     pub fn cast<F: Element>(&self, op: &'static str, layout: &Layout) -> Result<Buffer<F>> {
+        layout.check_within(op, self.len())?;
         on_backend!(op, (self => s), B => B::cast::<E, F>(op, s, layout), new_buffer)
     }
 
     /// Writes `value` at every element of `layout` (which has no two indices on one element).
     #[doc(hidden)]
     pub fn fill(&mut self, op: &'static str, layout: &Layout, value: E) -> Result<()> {
+        layout.check_within(op, self.len())?;
         on_backend!(op, (self => s), B => B::fill_::<E>(op, s, layout, value), as_is)
     }
 
@@ -584,6 +594,20 @@ impl<E: Element> Buffer<E> {
         src: &Buffer<F>,
         src_layout: &Layout,
     ) -> Result<()> {
+        // The kernels below trust these; this method is reachable from outside the library.
+        dst_layout.check_within(op, self.len())?;
+        src_layout.check_within(op, src.len())?;
+        if dst_layout.sizes() != src_layout.sizes() {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                op,
+                format!(
+                    "a copy from sizes {:?} into sizes {:?}",
+                    src_layout.sizes(),
+                    dst_layout.sizes()
+                ),
+            ));
+        }
         on_backend!(op, (self => d, src => s), B => B::copy_::<E, F>(op, d, dst_layout, s, src_layout), as_is)
     }
 

@@ -258,7 +258,8 @@ impl<E: Element> Storage<E> {
             return Ok(());
         }
         let whole = crate::layout::Layout::contiguous(&[self.len()])?;
-        let mut guard = self.write(op)?;
+        // SAFETY: the buffer is replaced by its copy on `device`, of the same length and type.
+        let mut guard = unsafe { self.write(op) }?;
         let moved = guard.to_device(op, &whole, device)?;
         match std::mem::replace(&mut *guard, moved) {
             Buffer::Cpu(old) => pool::give(old),
@@ -305,8 +306,8 @@ impl<E: Element> Storage<E> {
     /// ```
     pub fn set(&self, index: usize, value: E) -> Result<()> {
         self.check_index("Storage::set", index)?;
-        self.write("Storage::set")?
-            .set("Storage::set", index, value)
+        // SAFETY: one element is written.
+        unsafe { self.write("Storage::set") }?.set("Storage::set", index, value)
     }
 
     /// A copy of all elements, in storage order (copied from the device for a CUDA storage).
@@ -359,8 +360,14 @@ impl<E: Element> Storage<E> {
     /// Exclusive access for the duration of one operation `op`, or
     /// [`ErrorKind::Borrowed`] while a slice of the elements is borrowed. Every write to the
     /// elements goes through here, so it bumps the version.
+    ///
+    /// # Safety
+    /// The buffer must keep its length and element type: the layouts of the storage's tensors
+    /// were checked against them once, and the kernels read and write through them
+    /// unchecked. Write elements; replace the buffer only with one of the same length, as
+    /// [`Storage::move_to`] does (which also records the new device).
     #[doc(hidden)]
-    pub fn write(&self, op: &'static str) -> Result<RwLockWriteGuard<'_, Buffer<E>>> {
+    pub unsafe fn write(&self, op: &'static str) -> Result<RwLockWriteGuard<'_, Buffer<E>>> {
         let guard = self
             .shared
             .buffer
@@ -498,8 +505,11 @@ pub fn with_read_buffers3<A: Element, B: Element, C: Element, R>(
 /// Runs `f` with exclusive access to `dst`'s buffer and shared access to `src`'s, which must
 /// be a different storage (in-place ops copy an aliasing source first), locking in global
 /// order.
+///
+/// # Safety
+/// As [`Storage::write`]: `f` keeps the length and type of `dst`'s buffer.
 #[doc(hidden)]
-pub fn with_write_read_buffers<A: Element, B: Element, R>(
+pub unsafe fn with_write_read_buffers<A: Element, B: Element, R>(
     op: &'static str,
     dst: &Storage<A>,
     src: &Storage<B>,
@@ -511,12 +521,13 @@ pub fn with_write_read_buffers<A: Element, B: Element, R>(
         "with_write_read needs distinct storages"
     );
     let (mut gd, gs);
+    // SAFETY: this function's own contract: `f` keeps the buffer's length and type.
     if dst.lock_order() < src.lock_order() {
-        gd = dst.write(op)?;
+        gd = unsafe { dst.write(op) }?;
         gs = src.read();
     } else {
         gs = src.read();
-        gd = dst.write(op)?;
+        gd = unsafe { dst.write(op) }?;
     }
     f(&mut gd, &gs)
 }

@@ -30,7 +30,8 @@ pub fn all_reduce_<E: Element>(
     data: &Storage<E>,
     how: Reduction,
 ) -> Result<()> {
-    match &mut *data.write(op)? {
+    // SAFETY: NCCL writes the buffer's elements in place.
+    match &mut *unsafe { data.write(op) }? {
         Buffer::Cuda(b) => comm.all_reduce_::<E>(op, b, how),
         other => Err(not_on_device(op, comm, other.device())),
     }
@@ -44,7 +45,8 @@ pub fn broadcast_<E: Element>(
     data: &Storage<E>,
     root: usize,
 ) -> Result<()> {
-    match &mut *data.write(op)? {
+    // SAFETY: NCCL writes the buffer's elements in place.
+    match &mut *unsafe { data.write(op) }? {
         Buffer::Cuda(b) => comm.broadcast_::<E>(op, b, root),
         other => Err(not_on_device(op, comm, other.device())),
     }

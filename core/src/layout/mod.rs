@@ -153,6 +153,34 @@ impl Layout {
         true
     }
 
+    /// Fails with [`ErrorKind::OutOfStorage`](crate::ErrorKind) unless every element lies
+    /// within a buffer of `len` elements.
+    ///
+    /// ```
+    /// use namedtensor::layout::Layout;
+    /// let l = Layout::contiguous(&[2, 3]).unwrap();
+    /// assert!(l.check_within("op", 6).is_ok());
+    /// assert!(l.check_within("op", 5).is_err());
+    /// ```
+    pub fn check_within(&self, op: &'static str, len: usize) -> crate::error::Result<()> {
+        let need = self.required_storage_len();
+        if self.numel() > 0 && need > len {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorKind::OutOfStorage,
+                op,
+                format!(
+                    "sizes {:?} with strides {:?} and offset {} reach storage index {}, but \
+                     the storage has {len} elements",
+                    self.sizes,
+                    self.strides,
+                    self.offset,
+                    need - 1
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The storage length needed to hold every element: one past the largest reachable
     /// index (the offset itself for an empty tensor).
     pub fn required_storage_len(&self) -> usize {
