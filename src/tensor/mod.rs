@@ -65,7 +65,7 @@ impl<E: Element> DynTensor<E> {
     /// assert_eq!(t.to_vec(), vec![2, 4]);
     /// ```
     pub fn try_from_parts(storage: Storage<E>, layout: Layout) -> Result<Self> {
-        check_fits("from_parts", &layout, storage.len())?;
+        layout.check_within("from_parts", storage.len())?;
         Ok(DynTensor {
             storage,
             layout,
@@ -330,11 +330,6 @@ impl<E: Element> DynTensor<E> {
     pub fn cpu(&self) -> Result<DynTensor<E>> {
         self.to_device(Device::Cpu)
     }
-}
-
-/// Fails unless `layout` lies within a storage of `len` elements.
-pub(crate) fn check_fits(op: &'static str, layout: &Layout, len: usize) -> Result<()> {
-    layout.check_within(op, len)
 }
 
 impl<E: Element> Clone for DynTensor<E> {

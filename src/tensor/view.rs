@@ -1,6 +1,6 @@
 //! View operations: new tensors over the same storage, no element copied.
 
-use super::{DynTensor, check_fits, or_panic};
+use super::{DynTensor, or_panic};
 use crate::autograd::ViewGrad;
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -343,7 +343,7 @@ impl<E: Element> DynTensor<E> {
         offset: usize,
     ) -> Result<Self> {
         let layout = Layout::new(sizes, strides, offset)?;
-        check_fits("as_strided", &layout, self.storage.len())?;
+        layout.check_within("as_strided", self.storage.len())?;
         let base = self.storage_offset();
         self.view_op("as_strided", layout, || {
             let inside =

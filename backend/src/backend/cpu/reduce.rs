@@ -248,37 +248,6 @@ fn finish_lanes<A: Copy, M, C: Fn(A, A) -> A>(cas: &Cascade<Lanes<A>>, fold: &Fo
     }
 }
 
-/// The blocked pairwise sum of a slice (see the module docs).
-pub fn sum_slice<T: crate::dtype::Native>(x: &[T]) -> T {
-    let fold = Fold {
-        identity: T::ZERO,
-        map: |v: T| v,
-        combine: |a: T, b: T| a.nadd(b),
-    };
-    if x.len() <= LEAF {
-        return fold.leaf(x);
-    }
-    let mut cas = Cascade::new();
-    for leaf in x.chunks(LEAF) {
-        cas.push(fold.lanes(leaf), &|a, b| fold.add_lanes(a, b));
-    }
-    finish_lanes(&cas, &fold)
-}
-
-/// The largest element of a slice (NaN if any is NaN; `-inf` for an empty slice), folded with
-/// [`LANES`] independent accumulators so that the loop vectorises (a single running maximum is
-/// a chain of dependent compares).
-#[inline(always)]
-pub fn max_slice<T: crate::dtype::Native>(x: &[T]) -> T {
-    let fold = Fold {
-        identity: T::LOWEST,
-        map: |v: T| v,
-        combine: |a: T, b: T| a.nmax(b),
-    };
-    x.chunks(LEAF)
-        .fold(T::LOWEST, |m, leaf| m.nmax(fold.leaf(leaf)))
-}
-
 /// Kept and reduced parts of a layout.
 struct Split {
     kept_sizes: Vec<usize>,

@@ -13,6 +13,7 @@ use super::vmath::vectorized;
 use crate::dtype::Element;
 use crate::dtype::{Native, NativeFloat, cast};
 use crate::layout::Layout;
+use std::borrow::Cow;
 use std::mem::MaybeUninit;
 
 const COLS: usize = 256;
@@ -70,6 +71,24 @@ pub fn softmax<T: NativeFloat>(src: &[T], n: usize, inner: usize, log: bool) -> 
 /// Accumulators of a contiguous row's reductions: one AVX-512 register of `f32`.
 const ROW_LANES: usize = 16;
 
+/// `x` folded with `combine` into [`ROW_LANES`] independent accumulators (lane `i` takes the
+/// elements at `i` modulo the width), so that the loop vectorises.
+#[inline(always)]
+fn fold_lanes<T: Native>(x: &[T], identity: T, combine: impl Fn(T, T) -> T) -> [T; ROW_LANES] {
+    let mut acc = [identity; ROW_LANES];
+    let chunks = x.chunks_exact(ROW_LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = combine(*a, v);
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(rest) {
+        *a = combine(*a, v);
+    }
+    acc
+}
+
 /// The [`ROW_LANES`] accumulators of a row folded into one with `combine`, halving with
 /// arrays of fixed sizes: each step is one vector operation on the upper and lower halves,
 /// where a loop over a shrinking width compiled to a chain of scalar extracts and inserts.
@@ -93,36 +112,17 @@ fn softmax_row<T: NativeFloat>(src: &[T], dst: &mut [MaybeUninit<T>], log: bool)
     // `nmax` (which doubled the kernel's time): a NaN in a row makes its sum NaN, and so every
     // output of the row, whichever value the maximum took.
     let max = |a: T, b: T| if a > b { a } else { b };
-    let mut m = [T::LOWEST; L];
-    let chunks = src.chunks_exact(L);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (a, &x) in m.iter_mut().zip(c) {
-            *a = max(*a, x);
-        }
-    }
-    for (a, &x) in m.iter_mut().zip(rest) {
-        *a = max(*a, x);
-    }
-    let m = reduce_lanes(m, max);
-    let mut sum = [T::ZERO; L];
+    let m = reduce_lanes(fold_lanes(src, T::LOWEST, max), max);
+    let add = |a: T, b: T| a.nadd(b);
     if log {
-        let chunks = src.chunks_exact(L);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for (a, &x) in sum.iter_mut().zip(c) {
-                *a = a.nadd(x.nsub(m).exp());
-            }
-        }
-        for (a, &x) in sum.iter_mut().zip(rest) {
-            *a = a.nadd(x.nsub(m).exp());
-        }
-        let lse = reduce_lanes(sum, |a, b| a.nadd(b)).ln();
+        let sum = fold_lanes(src, T::ZERO, |a, x| a.nadd(x.nsub(m).exp()));
+        let lse = reduce_lanes(sum, add).ln();
         for (d, &x) in dst.iter_mut().zip(src) {
             d.write(x.nsub(m).nsub(lse));
         }
         return;
     }
+    let mut sum = [T::ZERO; L];
     let full = src.len() / L * L;
     let (src_full, src_rest) = src.split_at(full);
     let (dst_full, dst_rest) = dst.split_at_mut(full);
@@ -139,7 +139,7 @@ fn softmax_row<T: NativeFloat>(src: &[T], dst: &mut [MaybeUninit<T>], log: bool)
         d.write(e);
     }
     // One division per row, then products, as PyTorch's vectorised softmax does.
-    let r = T::ONE.ndiv(reduce_lanes(sum, |a, b| a.nadd(b)));
+    let r = T::ONE.ndiv(reduce_lanes(sum, add));
     for d in dst.iter_mut() {
         d.write(written(d).nmul(r));
     }
@@ -261,15 +261,17 @@ pub fn softmax_op<E: Element, T: NativeFloat>(
     log: bool,
 ) -> Vec<E> {
     let (n, inner) = around(layout.sizes(), dim);
-    let start = layout.offset();
-    if layout.is_contiguous()
-        && layout.numel() > 0
-        && let Some(s) = as_type::<E, T>(&src[start..start + layout.numel()])
-    {
-        return vec_into(softmax(s, n, inner, log));
+    vec_into(softmax(&contiguous::<E, T>(src, layout), n, inner, log))
+}
+
+/// `layout` over `src` as a contiguous row-major slice of `T`: borrowed where it already is
+/// one, else gathered (and converted) into a new buffer.
+fn contiguous<'a, E: Element, T: Element>(src: &'a [E], layout: &Layout) -> Cow<'a, [T]> {
+    let (start, len) = (layout.offset(), layout.numel());
+    match as_type::<E, T>(src) {
+        Some(s) if layout.is_contiguous() && len > 0 => Cow::Borrowed(&s[start..start + len]),
+        _ => Cow::Owned(map_new::<E, T, T, T, false>(src, layout, |x| x)),
     }
-    let gathered = map_new::<E, T, T, T, false>(src, layout, |x| x);
-    vec_into(softmax(&gathered, n, inner, log))
 }
 
 /// [`Backend::softmax_backward`](crate::backend::Backend::softmax_backward) on the CPU:
@@ -285,21 +287,7 @@ pub fn softmax_backward_op<E: Element, T: NativeFloat>(
 ) -> Vec<E> {
     let (n, inner) = around(ly.sizes(), dim);
     let len = ly.numel();
-    let (gy, gg);
-    let y: &[T] = match as_type::<E, T>(y) {
-        Some(s) if ly.is_contiguous() && len > 0 => &s[ly.offset()..ly.offset() + len],
-        _ => {
-            gy = map_new::<E, T, T, T, false>(y, ly, |x| x);
-            &gy
-        }
-    };
-    let g: &[T] = match as_type::<E, T>(g) {
-        Some(s) if lg.is_contiguous() && len > 0 => &s[lg.offset()..lg.offset() + len],
-        _ => {
-            gg = map_new::<E, T, T, T, false>(g, lg, |x| x);
-            &gg
-        }
-    };
+    let (y, g) = (contiguous::<E, T>(y, ly), contiguous::<E, T>(g, lg));
     let slab = n * inner;
     let mut out = take_buffer::<T>(len);
     for_each_slabs(&mut out.spare_capacity_mut()[..len], n, inner, |at, d| {

@@ -368,19 +368,15 @@ pub fn softmax_backward(
         return CudaBuffer::alloc(op, dev, y.dtype(), 0);
     }
     // The kernel reads both operands as contiguous rows from 0: others are packed first.
-    let (packed_y, packed_g);
-    let y = if ly.is_contiguous() && ly.offset() == 0 {
-        y
-    } else {
-        packed_y = cast(op, y, ly, y.dtype())?;
-        &packed_y
+    let pack = |b: &CudaBuffer, l: &Layout| -> Result<Option<CudaBuffer>> {
+        let from_zero = l.is_contiguous() && l.offset() == 0;
+        (!from_zero).then(|| cast(op, b, l, b.dtype())).transpose()
     };
-    let g = if lg.is_contiguous() && lg.offset() == 0 {
-        g
-    } else {
-        packed_g = cast(op, g, lg, g.dtype())?;
-        &packed_g
-    };
+    let (packed_y, packed_g) = (pack(y, ly)?, pack(g, lg)?);
+    let (y, g) = (
+        packed_y.as_ref().unwrap_or(y),
+        packed_g.as_ref().unwrap_or(g),
+    );
     let rows = n / cols;
     let mut out = CudaBuffer::alloc(op, dev, y.dtype(), n)?;
     let kernel = Kernel::softmax_backward(y.dtype());
