@@ -63,7 +63,7 @@ pub use crate::dtype::promote::{
 pub use crate::layout::Window2d;
 pub use compare::{try_where_, where_};
 pub use einsum::{einsum, try_einsum};
-pub(crate) use normalize::{normalize, normalized};
+pub(crate) use normalize::{normalize, normalize_backward, normalized_by_ops, single_dim};
 pub use npy::{NpzFile, load_npz, save_npz};
 pub(crate) use reduce::reduce_keepdim;
 pub use save_tensor::{LeBytes, SaveTensor};

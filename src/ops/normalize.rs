@@ -10,12 +10,44 @@
 use crate::backend::op::ReduceOp;
 use crate::dtype::Float;
 use crate::error::Result;
+use crate::storage::dispatch;
 use crate::tensor::DynTensor;
 
-/// `(y, rstd)` for `x` over the dims in `mask` (`rstd` keeps them with size 1), computed by
-/// the crate's (recorded) ops in the order the layers used before this op existed, so
-/// results are unchanged.
+/// `(y, rstd)` for `x` over the dims in `mask` (`rstd` keeps them with size 1), not
+/// recorded: one pass of the backend's kernel (`Backend::normalize`) over a single dim, else
+/// [`normalized_by_ops`].
 pub(crate) fn normalized<E: Float>(
+    op: &'static str,
+    x: &DynTensor<E>,
+    mask: &[bool],
+    eps: f64,
+    center: bool,
+) -> Result<(DynTensor<E>, DynTensor<E>)> {
+    let Some(dim) = single_dim(mask) else {
+        return normalized_by_ops(x, mask, eps, center);
+    };
+    let (y, r) = dispatch::normalize(op, x.storage(), x.layout(), dim, eps, center)?;
+    let mut reduced = x.shape().to_vec();
+    reduced[dim] = 1;
+    Ok((
+        DynTensor::from_contiguous_buffer(y, x.shape())?,
+        DynTensor::from_contiguous_buffer(r, &reduced)?,
+    ))
+}
+
+/// The one dim of `mask`, where exactly one is set.
+pub(crate) fn single_dim(mask: &[bool]) -> Option<usize> {
+    let mut set = mask.iter().enumerate().filter(|&(_, &m)| m).map(|(i, _)| i);
+    match (set.next(), set.next()) {
+        (Some(d), None) => Some(d),
+        _ => None,
+    }
+}
+
+/// [`normalized`] by the crate's ops, recorded where grad mode is on (so that a gradient
+/// computed with `create_graph` is itself differentiable through `rstd`): reductions over
+/// several dims (`BatchNorm`), and the reference the kernel is tested against.
+pub(crate) fn normalized_by_ops<E: Float>(
     x: &DynTensor<E>,
     mask: &[bool],
     eps: f64,
@@ -33,6 +65,34 @@ pub(crate) fn normalized<E: Float>(
     Ok((y, rstd))
 }
 
+/// The gradient of [`normalized`] over the one dim `dim` from its output `y`, the output's
+/// gradient `g` and `rstd`, in one pass of the backend (`Backend::normalize_backward`); not
+/// recorded.
+pub(crate) fn normalize_backward<E: Float>(
+    op: &'static str,
+    y: &DynTensor<E>,
+    g: &DynTensor<E>,
+    rstd: &DynTensor<E>,
+    dim: usize,
+    center: bool,
+) -> Result<DynTensor<E>> {
+    if y.shape() != g.shape() {
+        return Err(crate::error::Error::new(
+            crate::error::ErrorKind::ShapeMismatch,
+            op,
+            format!(
+                "the gradient's shape {:?} differs from the output's {:?}",
+                g.shape(),
+                y.shape()
+            ),
+        ));
+    }
+    let (ly, lg, lr) = (y.layout(), g.layout(), rstd.layout());
+    let (sy, sg, sr) = (y.storage(), g.storage(), rstd.storage());
+    let buf = dispatch::normalize_backward(op, sy, ly, sg, lg, sr, lr, dim, center)?;
+    DynTensor::from_contiguous_buffer(buf, y.shape())
+}
+
 /// `x` normalised over the dims in `mask` (`center`: subtract the mean first, as layer
 /// norm; else as RMS norm), recorded as one node when `x` requires grad.
 /// `mask.len() == x.dim()`.
@@ -45,11 +105,11 @@ pub(crate) fn normalize<E: Float>(
 ) -> Result<DynTensor<E>> {
     debug_assert_eq!(mask.len(), x.dim());
     if !crate::autograd::tracks(x) {
-        return Ok(normalized(x, mask, eps, center)?.0);
+        return Ok(normalized(op, x, mask, eps, center)?.0);
     }
     let (y, rstd) = {
         let _off = crate::autograd::GradMode::no_grad();
-        normalized(x, mask, eps, center)?
+        normalized(op, x, mask, eps, center)?
     };
     Ok(crate::autograd::normalize(
         op,

@@ -224,6 +224,60 @@ device_tests! {
         }
     }
 
+    fn layer_and_rms_norm_along_each_dim(dev: Device) {
+        use namedtensor::nn::{LayerNorm, Module, RmsNorm};
+        namedtensor::dims! { NormA, NormB, NormC }
+        // [3, 4, 5] seen through a permutation (strided), and a gradient expanded along dim 1,
+        // both views made on the device.
+        let vals: Vec<f32> = (0..60).map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.3).collect();
+        let base = DynTensor::from_vec(vals, &[5, 3, 4]);
+        let gvals: Vec<f32> = (0..15).map(|i| (i as f32 - 7.0) * 0.25).collect();
+        let gbase = DynTensor::from_vec(gvals, &[3, 1, 5]);
+        let (x, g) = (base.permute(&[1, 2, 0]), gbase.expand(&[3, 4, 5]));
+        let (xd, gd) = (on(dev, &base).permute(&[1, 2, 0]), on(dev, &gbase).expand(&[3, 4, 5]));
+        assert!(!xd.is_contiguous());
+        for d in 0..3usize {
+            for center in [true, false] {
+                let x = xd.detach().requires_grad_(true);
+                let n = x.shallow_clone().refine_names::<(NormA, NormB, NormC)>();
+                let size = x.shape()[d];
+                macro_rules! apply {
+                    ($dim:ty) => {
+                        if center {
+                            let l = LayerNorm::<$dim, f32>::new(size);
+                            l.to_device(dev).unwrap();
+                            l.forward(&n).into_dyn()
+                        } else {
+                            let l = RmsNorm::<$dim, f32>::new(size);
+                            l.to_device(dev).unwrap();
+                            l.forward(&n).into_dyn()
+                        }
+                    };
+                }
+                let y = match d {
+                    0 => apply!(NormA),
+                    1 => apply!(NormB),
+                    _ => apply!(NormC),
+                };
+                y.backward_with(&gd, namedtensor::autograd::BackwardOptions::default()).unwrap();
+                let gx = x.grad().unwrap();
+                // The formula in f64 on the host.
+                let (xf, gf, di) = (x.to_dtype::<f64>(), g.to_dtype::<f64>(), d as isize);
+                let xf = xf.to_device(Device::Cpu).unwrap();
+                let eps = if center { 1e-5 } else { f32::EPSILON as f64 };
+                let xc = if center { &xf - &xf.mean_dim(di, true) } else { xf.shallow_clone() };
+                let r = (&xc * &xc).mean_dim(di, true).add_scalar(eps).rsqrt();
+                let want_y = &xc * &r;
+                let mg = if center { gf.mean_dim(di, true) } else { gf.mul_scalar(0.0) };
+                let want_gx = &r * &(&(&gf - &mg) - &(&want_y * &(&gf * &want_y).mean_dim(di, true)));
+                let what = format!("dim {d} center {center}");
+                assert_close_all(&host(dev, &y), &want_y.to_vec(), 1e-5, 1e-5, &format!("y {what}"));
+                assert_close_all(&host(dev, &gx), &want_gx.to_vec(), 1e-4, 1e-4, &format!("gx {what}"));
+            }
+        }
+        let _ = x;
+    }
+
     fn casts_and_half_precision_compute(dev: Device) {
         let (vals, x) = grid();
         let g = on(dev, &x);

@@ -1046,3 +1046,106 @@ fn window_op_gradients_match_finite_differences() {
         );
     }
 }
+
+/// `LayerNorm` (`center`) or `RmsNorm` with their initial affine parameters (weight ones,
+/// bias zeros: the identity) along dim `d` of a rank-3 tensor: the normalisation alone.
+fn plain_norm<E: namedtensor::Float>(x: &DynTensor<E>, d: usize, center: bool) -> DynTensor<E> {
+    use namedtensor::nn::{LayerNorm, RmsNorm};
+    let x = x.shallow_clone().refine_names::<(NormA, NormB, NormC)>();
+    let size = x.as_dyn().shape()[d];
+    macro_rules! apply {
+        ($dim:ty) => {
+            if center {
+                LayerNorm::<$dim, E>::new(size).forward(&x).into_dyn()
+            } else {
+                RmsNorm::<$dim, E>::new(size).forward(&x).into_dyn()
+            }
+        };
+    }
+    match d {
+        0 => apply!(NormA),
+        1 => apply!(NormB),
+        _ => apply!(NormC),
+    }
+}
+
+proptest! {
+    #![proptest_config(common::proptest_cases(48))]
+
+    /// The normalisation kernels (forward, and the backward that `backward` runs) against the
+    /// formula composed of ops in f64 on the same input values, along every dim of views of
+    /// every kind for both the input and the incoming gradient, in f64, f32 and bf16 (computed
+    /// in f32). Errors are measured against the scale of the terms (`r · |x|`, `r · |g|`, `r`
+    /// the lane's `1 / sqrt(var + eps)`), which cancel.
+    #[test]
+    fn prop_norm_kernels_are_the_composed_formula(
+        shape in prop::collection::vec(1usize..=7, 3),
+        kinds in (
+            prop::sample::select(common::KINDS.to_vec()),
+            prop::sample::select(common::KINDS.to_vec()),
+        ),
+        d in 0usize..3,
+        center in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        fn case<E: namedtensor::Float>(
+            shape: &[usize], kinds: (common::Kind, common::Kind), d: usize, center: bool,
+            seed: u64, tol: f64,
+        ) -> Result<(), TestCaseError> {
+            let n = shape.iter().product();
+            let x = common::view::<E>(&common::floats(n, seed, -3.0, 3.0), shape, kinds.0)
+                .requires_grad_(true);
+            let g = common::view::<E>(&common::floats(n, seed ^ 0x5eed, -2.0, 2.0), shape, kinds.1);
+            let y = plain_norm(&x, d, center);
+            y.backward_with(&g, namedtensor::autograd::BackwardOptions::default()).unwrap();
+            let got_gx = common::elems_f64(&x.grad().unwrap());
+            let eps = if center { 1e-5 } else { 0.5f64.powi(E::MANTISSA_DIGITS as i32 - 1) };
+            let (xf, gf) = (x.detach().to_dtype::<f64>(), g.to_dtype::<f64>());
+            let di = d as isize;
+            let xc = if center { &xf - &xf.mean_dim(di, true) } else { xf.shallow_clone() };
+            let r = (&xc * &xc).mean_dim(di, true).add_scalar(eps).rsqrt();
+            let want_y = &xc * &r;
+            let mg = if center { gf.mean_dim(di, true) } else { gf.mul_scalar(0.0) };
+            let want_gx = &r * &(&(&gf - &mg) - &(&want_y * &(&gf * &want_y).mean_dim(di, true)));
+            let full: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+            let scale = common::elems_f64(&r.expand(&full).contiguous());
+            let what = |t: &str, i: usize, a: f64, b: f64| format!(
+                "{} {} {:?} {:?} dim {} center {}: element {} is {} against {}",
+                t, E::DTYPE, shape, kinds, d, center, i, a, b
+            );
+            // A lane of equal entries has `r = 1 / sqrt(eps)`: the mean's rounding (relative
+            // to |x| ≤ 3) is scaled by it.
+            let ys = common::elems_f64(&y).into_iter().zip(common::elems_f64(&want_y));
+            for (i, ((a, b), r)) in ys.zip(&scale).enumerate() {
+                prop_assert!((a - b).abs() <= tol * (1.0 + b.abs() + 3.0 * r), "{}", what("y", i, a, b));
+            }
+            let want = common::elems_f64(&want_gx);
+            for (i, ((a, b), r)) in got_gx.into_iter().zip(want).zip(scale).enumerate() {
+                prop_assert!((a - b).abs() <= tol * (1.0 + b.abs() + 2.0 * r), "{}", what("gx", i, a, b));
+            }
+            Ok(())
+        }
+        case::<f64>(&shape, kinds, d, center, seed, 1e-12)?;
+        case::<f32>(&shape, kinds, d, center, seed, 1e-5)?;
+        case::<half::bf16>(&shape, kinds, d, center, seed, 2e-2)?;
+    }
+}
+
+/// A lane of no entries normalises to nothing (and so has no gradient); a lane of one entry
+/// to 0 under `LayerNorm`, whose gradient is then 0.
+#[test]
+fn norm_of_empty_and_single_entry_lanes() {
+    let x = DynTensor::<f32>::zeros(&[2, 0, 3]).requires_grad_(true);
+    for d in 0..3 {
+        let y = plain_norm(&x, d, true);
+        assert_eq!(y.shape(), &[2, 0, 3]);
+        y.sum().backward();
+    }
+    let x = DynTensor::from_vec(vec![1.5f32, -2.0, 7.0], &[3, 1, 1]).requires_grad_(true);
+    let y = plain_norm(&x, 2, true);
+    assert_eq!(y.to_vec(), vec![0.0; 3]);
+    (&y * &DynTensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3, 1, 1]))
+        .sum()
+        .backward();
+    assert_eq!(x.grad().unwrap().to_vec(), vec![0.0; 3]);
+}

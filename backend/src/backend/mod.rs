@@ -237,6 +237,39 @@ pub trait Backend {
         log: bool,
     ) -> Result<Self::Buffer<E>>;
 
+    /// `layout` over a float `src` normalised along `dim`, computed in the compute type:
+    /// per lane `y = (x − mean(x)) · r` with `r = 1 / sqrt(mean((x − mean(x))²) + eps)` (the
+    /// biased variance), or without `center` `y = x · r` with `r = 1 / sqrt(mean(x²) + eps)`.
+    /// Returns `y`, contiguous in the layout's sizes, and `r`, contiguous in those sizes
+    /// with `dim`'s set to 1 (a lane of size 0 gives NaN). The kernel of layer norm and RMS
+    /// norm: one read for each moment and one write, where the composite took seven passes.
+    fn normalize<E: Element>(
+        op: &'static str,
+        src: &Self::Buffer<E>,
+        layout: &Layout,
+        dim: usize,
+        eps: f64,
+        center: bool,
+    ) -> Result<(Self::Buffer<E>, Self::Buffer<E>)>;
+
+    /// The gradient of [`Backend::normalize`] along `dim` from its output `y`, the output's
+    /// gradient `g` (layouts of the same sizes) and its `r` (`lr`: those sizes with `dim`'s
+    /// set to 1): `r · (g − mean(g) − y · mean(g · y))` per lane (without `center`, no
+    /// `mean(g)` term), computed in the compute type; contiguous in `y`'s sizes (float types
+    /// only).
+    #[allow(clippy::too_many_arguments)]
+    fn normalize_backward<E: Element>(
+        op: &'static str,
+        y: &Self::Buffer<E>,
+        ly: &Layout,
+        g: &Self::Buffer<E>,
+        lg: &Layout,
+        r: &Self::Buffer<E>,
+        lr: &Layout,
+        dim: usize,
+        center: bool,
+    ) -> Result<Self::Buffer<E>>;
+
     /// Running sums (or products) along `dim`, stored as `O` (the sum type of `E`),
     /// accumulating in `f64` for float results and in wrapping `i64` for integer ones.
     fn scan<E: Element, O: Element>(

@@ -262,6 +262,44 @@ pub fn softmax_backward<E: Element>(
     )
 }
 
+/// `src` normalised along `dim`, and each lane's `1 / sqrt(var + eps)` (see
+/// [`Backend::normalize`]).
+#[doc(hidden)]
+pub fn normalize<E: Element>(
+    op: &'static str,
+    src: &Storage<E>,
+    layout: &Layout,
+    dim: usize,
+    eps: f64,
+    center: bool,
+) -> Result<(Buffer<E>, Buffer<E>)> {
+    let g = src.read();
+    on_backend!(op, (&*g => s), B => B::normalize::<E>(op, s, layout, dim, eps, center), new_pair)
+}
+
+/// The gradient of [`normalize`] from its output `y`, the output's gradient `g` and its `r`
+/// (see [`Backend::normalize_backward`]).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn normalize_backward<E: Element>(
+    op: &'static str,
+    y: &Storage<E>,
+    ly: &Layout,
+    g: &Storage<E>,
+    lg: &Layout,
+    r: &Storage<E>,
+    lr: &Layout,
+    dim: usize,
+    center: bool,
+) -> Result<Buffer<E>> {
+    super::with_read_buffers3(
+        y,
+        g,
+        r,
+        |gy, gg, gr| on_backend!(op, (gy => a, gg => b, gr => c), K => K::normalize_backward::<E>(op, a, ly, b, lg, c, lr, dim, center), new_buffer),
+    )
+}
+
 /// Running sums or products along `dim`, as `O` (see [`Backend::scan`]).
 #[doc(hidden)]
 pub fn scan<E: Element, O: Element>(

@@ -54,8 +54,10 @@ pub(crate) fn normalize<E: Float>(
     record(op, y, vec![input(x)], true, move |g, node| {
         let g = g.into_typed::<E>(node.name)?;
         let gx = if crate::autograd::is_grad_enabled() {
-            let (y, rstd) = crate::ops::normalized(&sx.get(node)?, &mask, eps, center)?;
+            let (y, rstd) = crate::ops::normalized_by_ops(&sx.get(node)?, &mask, eps, center)?;
             grad_x(&g, &y, &rstd, &mask, center)?
+        } else if let Some(dim) = crate::ops::single_dim(&mask) {
+            crate::ops::normalize_backward(op, &sy.get(node)?, &g, &rstd, dim, center)?
         } else {
             grad_x(&g, &sy.get(node)?, &rstd, &mask, center)?
         };

@@ -24,6 +24,7 @@ use super::elementwise_instances::{
     ElementwiseInstances, FLOAT_ONLY, operand, retype, retype_mut, retype_vec,
 };
 use super::matmul::matmul_op;
+use super::normalize::{normalize_backward_op, normalize_op};
 use super::parallel::{for_each_chunk_mut, task_count};
 use super::pool::reserve;
 use super::reduction::{Reduced, arg_reduce_op, reduce_op};
@@ -188,6 +189,26 @@ pub trait Instances: Element {
         dim: usize,
         log: bool,
     ) -> Vec<Self>;
+    /// See [`Backend::normalize`] (float types only).
+    fn normalize(
+        src: &[Self],
+        layout: &Layout,
+        dim: usize,
+        eps: f64,
+        center: bool,
+    ) -> (Vec<Self>, Vec<Self>);
+    /// See [`Backend::normalize_backward`] (float types only).
+    #[allow(clippy::too_many_arguments)]
+    fn normalize_backward(
+        y: &[Self],
+        ly: &Layout,
+        g: &[Self],
+        lg: &Layout,
+        r: &[Self],
+        lr: &Layout,
+        dim: usize,
+        center: bool,
+    ) -> Vec<Self>;
     /// See [`Backend::scan`].
     fn scan(prod: bool, src: &[Self], layout: &Layout, dim: usize) -> Vec<Self::Sum>;
     /// See [`Backend::index_select`].
@@ -270,6 +291,20 @@ macro_rules! instances {
         let _ = ($y, $ly, $g, $lg, $dim, $log);
         unreachable!("{}", FLOAT_ONLY)
     }};
+    (@normalize float, $t:ty, $c:ty, $($arg:expr),*) => {
+        normalize_op::<$t, $c>($($arg),*)
+    };
+    (@normalize numeric, $t:ty, $c:ty, $($arg:expr),*) => {{
+        let _ = ($($arg),*);
+        unreachable!("{}", FLOAT_ONLY)
+    }};
+    (@normalize_backward float, $t:ty, $c:ty, $($arg:expr),*) => {
+        normalize_backward_op::<$t, $c>($($arg),*)
+    };
+    (@normalize_backward numeric, $t:ty, $c:ty, $($arg:expr),*) => {{
+        let _ = ($($arg),*);
+        unreachable!("{}", FLOAT_ONLY)
+    }};
     ($($kind:ident: $($t:ty => $c:ty),*;)*) => {$($(
         impl Instances for $t {
             fn reduce(rop: ReduceOp, src: &[$t], layout: &Layout, mask: &[bool]) -> Reduced<$t> {
@@ -290,6 +325,27 @@ macro_rules! instances {
                 log: bool,
             ) -> Vec<$t> {
                 instances!(@softmax_backward $kind, $t, $c, y, ly, g, lg, dim, log)
+            }
+            fn normalize(
+                src: &[$t],
+                layout: &Layout,
+                dim: usize,
+                eps: f64,
+                center: bool,
+            ) -> (Vec<$t>, Vec<$t>) {
+                instances!(@normalize $kind, $t, $c, src, layout, dim, eps, center)
+            }
+            fn normalize_backward(
+                y: &[$t],
+                ly: &Layout,
+                g: &[$t],
+                lg: &Layout,
+                r: &[$t],
+                lr: &Layout,
+                dim: usize,
+                center: bool,
+            ) -> Vec<$t> {
+                instances!(@normalize_backward $kind, $t, $c, y, ly, g, lg, r, lr, dim, center)
             }
             fn scan(prod: bool, src: &[$t], layout: &Layout, dim: usize) -> Vec<<$t as Kernel>::Sum> {
                 scan_op(prod, src, layout, dim)
@@ -628,6 +684,47 @@ impl Backend for Cpu {
             dim,
             log
         ))))
+    }
+
+    fn normalize<E: Element>(
+        op: &'static str,
+        src: &Vec<E>,
+        layout: &Layout,
+        dim: usize,
+        eps: f64,
+        center: bool,
+    ) -> Result<(Vec<E>, Vec<E>)> {
+        reserve::<E>(op, layout.numel())?;
+        Ok(dtype_match!(E::DTYPE, T => {
+            let (y, r) = T::normalize(retype(src), layout, dim, eps, center);
+            (retype_vec(y), retype_vec(r))
+        }))
+    }
+
+    fn normalize_backward<E: Element>(
+        op: &'static str,
+        y: &Vec<E>,
+        ly: &Layout,
+        g: &Vec<E>,
+        lg: &Layout,
+        r: &Vec<E>,
+        lr: &Layout,
+        dim: usize,
+        center: bool,
+    ) -> Result<Vec<E>> {
+        reserve::<E>(op, ly.numel())?;
+        Ok(
+            dtype_match!(E::DTYPE, T => retype_vec(T::normalize_backward(
+                retype(y),
+                ly,
+                retype(g),
+                lg,
+                retype(r),
+                lr,
+                dim,
+                center
+            ))),
+        )
     }
 
     fn scan<E: Element, O: Element>(

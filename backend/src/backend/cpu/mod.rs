@@ -8,6 +8,7 @@ pub use namedtensor_core::backend::cpu::{
 };
 mod instances;
 mod matmul;
+mod normalize;
 pub mod reduce;
 mod reduction;
 pub mod scan;

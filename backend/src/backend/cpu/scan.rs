@@ -22,7 +22,7 @@ const COLS: usize = 256;
 /// first index), the runs split across the pool. One call per run, not per slab, so that a
 /// kernel enters its vector instruction set once for many short lanes (softmax over the rows
 /// of attention scores: 64 elements each).
-fn for_each_slabs<T: Send>(
+pub(super) fn for_each_slabs<T: Send>(
     buf: &mut [T],
     n: usize,
     inner: usize,
@@ -69,12 +69,16 @@ pub fn softmax<T: NativeFloat>(src: &[T], n: usize, inner: usize, log: bool) -> 
 }
 
 /// Accumulators of a contiguous row's reductions: one AVX-512 register of `f32`.
-const ROW_LANES: usize = 16;
+pub(super) const ROW_LANES: usize = 16;
 
 /// `x` folded with `combine` into [`ROW_LANES`] independent accumulators (lane `i` takes the
 /// elements at `i` modulo the width), so that the loop vectorises.
 #[inline(always)]
-fn fold_lanes<T: Native>(x: &[T], identity: T, combine: impl Fn(T, T) -> T) -> [T; ROW_LANES] {
+pub(super) fn fold_lanes<T: Native>(
+    x: &[T],
+    identity: T,
+    combine: impl Fn(T, T) -> T,
+) -> [T; ROW_LANES] {
     let mut acc = [identity; ROW_LANES];
     let chunks = x.chunks_exact(ROW_LANES);
     let rest = chunks.remainder();
@@ -93,7 +97,7 @@ fn fold_lanes<T: Native>(x: &[T], identity: T, combine: impl Fn(T, T) -> T) -> [
 /// arrays of fixed sizes: each step is one vector operation on the upper and lower halves,
 /// where a loop over a shrinking width compiled to a chain of scalar extracts and inserts.
 #[inline(always)]
-fn reduce_lanes<T: Native>(acc: [T; ROW_LANES], combine: impl Fn(T, T) -> T) -> T {
+pub(super) fn reduce_lanes<T: Native>(acc: [T; ROW_LANES], combine: impl Fn(T, T) -> T) -> T {
     let a: [T; 8] = std::array::from_fn(|i| combine(acc[i], acc[i + 8]));
     let a: [T; 4] = std::array::from_fn(|i| combine(a[i], a[i + 4]));
     let a: [T; 2] = std::array::from_fn(|i| combine(a[i], a[i + 2]));
@@ -244,7 +248,7 @@ fn scan_slab<O: Element, W: Native>(
 
 /// `(n, inner)` of `sizes` seen as `[outer, n, inner]` around `dim` (a 0-d layout is one lane
 /// of one element).
-fn around(sizes: &[usize], dim: usize) -> (usize, usize) {
+pub(super) fn around(sizes: &[usize], dim: usize) -> (usize, usize) {
     if sizes.is_empty() {
         (1, 1)
     } else {
@@ -266,7 +270,10 @@ pub fn softmax_op<E: Element, T: NativeFloat>(
 
 /// `layout` over `src` as a contiguous row-major slice of `T`: borrowed where it already is
 /// one, else gathered (and converted) into a new buffer.
-fn contiguous<'a, E: Element, T: Element>(src: &'a [E], layout: &Layout) -> Cow<'a, [T]> {
+pub(super) fn contiguous<'a, E: Element, T: Element>(
+    src: &'a [E],
+    layout: &Layout,
+) -> Cow<'a, [T]> {
     let (start, len) = (layout.offset(), layout.numel());
     match as_type::<E, T>(src) {
         Some(s) if layout.is_contiguous() && len > 0 => Cow::Borrowed(&s[start..start + len]),

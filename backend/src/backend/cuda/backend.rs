@@ -555,6 +555,45 @@ impl Backend for Cuda {
         })
     }
 
+    fn normalize<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+        dim: usize,
+        eps: f64,
+        center: bool,
+    ) -> Result<(CudaBuffer, CudaBuffer)> {
+        if layout.sizes().get(dim) == Some(&0) {
+            // Lanes of nothing: no output, and NaN for each lane's `r` (the mean of nothing).
+            let others = layout.sizes().iter().enumerate().filter(|&(i, _)| i != dim);
+            let lanes = others.map(|(_, &s)| s).product();
+            let dev = src.cuda_device();
+            let y = CudaBuffer::alloc(op, dev, E::DTYPE, 0)?;
+            return Ok((y, full_on(op, dev, lanes, E::from_f64(f64::NAN))?));
+        }
+        let [y, r] = along_last_dim_n::<E, 2>(op, &[layout], dim, [false, true], |l| {
+            let (y, r) = compute::normalize(op, src, &l[0], eps, center)?;
+            Ok([y, r])
+        })?;
+        Ok((y, r))
+    }
+
+    fn normalize_backward<E: Element>(
+        op: &'static str,
+        y: &CudaBuffer,
+        ly: &Layout,
+        g: &CudaBuffer,
+        lg: &Layout,
+        r: &CudaBuffer,
+        lr: &Layout,
+        dim: usize,
+        center: bool,
+    ) -> Result<CudaBuffer> {
+        along_last_dim::<E>(op, &[ly, lg, lr], dim, |l| {
+            compute::normalize_backward(op, y, &l[0], g, &l[1], r, &l[2], center)
+        })
+    }
+
     fn scan<E: Element, O: Element>(
         op: &'static str,
         prod: bool,
@@ -789,6 +828,20 @@ fn along_last_dim<E: Element>(
     dim: usize,
     f: impl FnOnce(&[Layout]) -> Result<CudaBuffer>,
 ) -> Result<CudaBuffer> {
+    let [r] = along_last_dim_n::<E, 1>(op, layouts, dim, [false], |l| Ok([f(l)?]))?;
+    Ok(r)
+}
+
+/// [`along_last_dim`] for a kernel with `N` contiguous results: result `i` has the moved
+/// layouts' sizes, or with `reduced[i]` those sizes with the last set to 1 (one entry per
+/// row, as normalisation's `rstd`); each is moved back the same way.
+fn along_last_dim_n<E: Element, const N: usize>(
+    op: &'static str,
+    layouts: &[&Layout],
+    dim: usize,
+    reduced: [bool; N],
+    f: impl FnOnce(&[Layout]) -> Result<[CudaBuffer; N]>,
+) -> Result<[CudaBuffer; N]> {
     if layouts[0].rank() == 0 {
         let rows = layouts
             .iter()
@@ -801,10 +854,20 @@ fn along_last_dim<E: Element>(
         .iter()
         .map(|l| l.transpose(dim as isize, last as isize))
         .collect::<Result<Vec<_>>>()?;
-    let r = f(&moved)?;
+    let results = f(&moved)?;
     if dim == last {
-        return Ok(r);
+        return Ok(results);
     }
-    let back = Layout::contiguous(moved[0].sizes())?.transpose(dim as isize, last as isize)?;
-    copy::cast(op, &r, &back, E::DTYPE)
+    let mut back = Vec::with_capacity(N);
+    for (r, reduced) in results.into_iter().zip(reduced) {
+        let mut sizes = moved[0].sizes().to_vec();
+        if reduced {
+            sizes[last] = 1;
+        }
+        let l = Layout::contiguous(&sizes)?.transpose(dim as isize, last as isize)?;
+        back.push(copy::cast(op, &r, &l, E::DTYPE)?);
+    }
+    Ok(back
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("one result per kernel output")))
 }

@@ -368,11 +368,7 @@ pub fn softmax_backward(
         return CudaBuffer::alloc(op, dev, y.dtype(), 0);
     }
     // The kernel reads both operands as contiguous rows from 0: others are packed first.
-    let pack = |b: &CudaBuffer, l: &Layout| -> Result<Option<CudaBuffer>> {
-        let from_zero = l.is_contiguous() && l.offset() == 0;
-        (!from_zero).then(|| cast(op, b, l, b.dtype())).transpose()
-    };
-    let (packed_y, packed_g) = (pack(y, ly)?, pack(g, lg)?);
+    let (packed_y, packed_g) = (pack_from_zero(op, y, ly)?, pack_from_zero(op, g, lg)?);
     let (y, g) = (
         packed_y.as_ref().unwrap_or(y),
         packed_g.as_ref().unwrap_or(g),
@@ -395,6 +391,126 @@ pub fn softmax_backward(
     unsafe { args.launch(rows_config(rows)) }
         .map_err(|e| driver(op, y.device(), &format!("launching {}", kernel.name), e))?;
     Ok(out)
+}
+
+/// `layout` over a float `src` normalised along its last dim (of size > 0), and each row's
+/// `1 / sqrt(var + eps)` (see `Backend::normalize`): two contiguous buffers. A
+/// non-contiguous input is gathered first.
+pub fn normalize(
+    op: &'static str,
+    src: &CudaBuffer,
+    layout: &Layout,
+    eps: f64,
+    center: bool,
+) -> Result<(CudaBuffer, CudaBuffer)> {
+    if !src.dtype().is_float() {
+        return Err(unsupported(op, "normalize", src.dtype()));
+    }
+    let cols = match layout.sizes().last() {
+        Some(&c) if c > 0 => c,
+        _ => return Err(Error::dim_out_of_range(op, -1, layout.rank())),
+    };
+    let (dev, n) = (src.cuda_device(), layout.numel());
+    let rows = n / cols;
+    let mut out = CudaBuffer::alloc(op, dev, src.dtype(), n)?;
+    let mut rstd = CudaBuffer::alloc(op, dev, src.dtype(), rows)?;
+    if n == 0 {
+        return Ok((out, rstd));
+    }
+    let packed = pack_from_zero(op, src, layout)?;
+    let input = packed.as_ref().unwrap_or(src);
+    let kernel = Kernel::normalize(src.dtype());
+    let f = dev.function(op, &kernel)?;
+    let (rows64, cols64, center32) = (rows as u64, cols as u64, center as i32);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(rstd.slice_mut())
+        .arg(input.slice())
+        .arg(&rows64)
+        .arg(&cols64)
+        .arg(&eps)
+        .arg(&center32);
+    // SAFETY: matches `nt_normalize_T(T* out, T* rstd, const T* in, u64 rows, u64 cols,
+    // double eps, int center)` with NT_REDUCE_THREADS threads; the input holds rows * cols
+    // contiguous elements from 0, `out` rows * cols and `rstd` rows.
+    unsafe { args.launch(rows_config(rows)) }
+        .map_err(|e| driver(op, src.device(), &format!("launching {}", kernel.name), e))?;
+    Ok((out, rstd))
+}
+
+/// The gradient of [`normalize`] along the last dim from its output `y`, the output's
+/// gradient `g` (layouts of the same sizes) and `rstd` (those sizes with the last set to 1):
+/// a contiguous result. Non-contiguous operands are gathered first.
+#[allow(clippy::too_many_arguments)]
+pub fn normalize_backward(
+    op: &'static str,
+    y: &CudaBuffer,
+    ly: &Layout,
+    g: &CudaBuffer,
+    lg: &Layout,
+    rstd: &CudaBuffer,
+    lr: &Layout,
+    center: bool,
+) -> Result<CudaBuffer> {
+    check_pair(op, y, ly, g, lg)?;
+    same_device(op, y, rstd)?;
+    if !y.dtype().is_float() || rstd.dtype() != y.dtype() {
+        return Err(unsupported(op, "normalize_backward", y.dtype()));
+    }
+    let Some(&cols) = ly.sizes().last() else {
+        return Err(Error::dim_out_of_range(op, -1, 0));
+    };
+    let (dev, n) = (y.cuda_device(), ly.numel());
+    if n == 0 {
+        return CudaBuffer::alloc(op, dev, y.dtype(), 0);
+    }
+    let rows = n / cols;
+    if lr.numel() != rows || lr.rank() != ly.rank() || lr.sizes().last() != Some(&1) {
+        return Err(Error::new(
+            ErrorKind::ShapeMismatch,
+            op,
+            format!(
+                "rstd of sizes {:?} for rows of {:?}",
+                lr.sizes(),
+                ly.sizes()
+            ),
+        ));
+    }
+    let (packed_y, packed_g, packed_r) = (
+        pack_from_zero(op, y, ly)?,
+        pack_from_zero(op, g, lg)?,
+        pack_from_zero(op, rstd, lr)?,
+    );
+    let (y, g, rstd) = (
+        packed_y.as_ref().unwrap_or(y),
+        packed_g.as_ref().unwrap_or(g),
+        packed_r.as_ref().unwrap_or(rstd),
+    );
+    let mut out = CudaBuffer::alloc(op, dev, y.dtype(), n)?;
+    let kernel = Kernel::normalize_backward(y.dtype());
+    let f = dev.function(op, &kernel)?;
+    let (rows64, cols64, center32) = (rows as u64, cols as u64, center as i32);
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(out.slice_mut())
+        .arg(y.slice())
+        .arg(g.slice())
+        .arg(rstd.slice())
+        .arg(&rows64)
+        .arg(&cols64)
+        .arg(&center32);
+    // SAFETY: matches `nt_normalize_bwd_T(T* out, const T* y, const T* g, const T* rstd,
+    // u64 rows, u64 cols, int center)` with NT_REDUCE_THREADS threads; `y`, `g` and `out`
+    // each hold rows * cols contiguous elements from 0 and `rstd` rows.
+    unsafe { args.launch(rows_config(rows)) }
+        .map_err(|e| driver(op, y.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(out)
+}
+
+/// `b` seen through `l` as a new contiguous buffer, or `None` where it already is one from
+/// element 0 (what the row kernels read).
+fn pack_from_zero(op: &'static str, b: &CudaBuffer, l: &Layout) -> Result<Option<CudaBuffer>> {
+    let from_zero = l.is_contiguous() && l.offset() == 0;
+    (!from_zero).then(|| cast(op, b, l, b.dtype())).transpose()
 }
 
 /// `cond ? a : b` elementwise (`select.cu`): the three layouts have the output's sizes (a

@@ -27,6 +27,8 @@ pub enum Source {
     Reduce,
     /// Softmax and log-softmax over contiguous rows.
     Softmax,
+    /// Normalisation over contiguous rows (layer norm, RMS norm) and its gradient.
+    Normalize,
     /// Ternary select, indexed reads, scans along one dim.
     Select,
     /// Sorting of contiguous rows.
@@ -38,12 +40,13 @@ pub enum Source {
 impl Source {
     /// Every source file.
     #[cfg_attr(not(test), allow(dead_code))] // the compile-everything test walks them
-    pub const ALL: [Source; 8] = [
+    pub const ALL: [Source; 9] = [
         Source::Copy,
         Source::Unary,
         Source::Binary,
         Source::Reduce,
         Source::Softmax,
+        Source::Normalize,
         Source::Select,
         Source::Sort,
         Source::Window,
@@ -57,6 +60,7 @@ impl Source {
             Source::Binary => include_str!("kernels/binary.cu"),
             Source::Reduce => include_str!("kernels/reduce.cu"),
             Source::Softmax => include_str!("kernels/softmax.cu"),
+            Source::Normalize => include_str!("kernels/normalize.cu"),
             Source::Select => include_str!("kernels/select.cu"),
             Source::Sort => include_str!("kernels/sort.cu"),
             Source::Window => include_str!("kernels/window.cu"),
@@ -71,6 +75,7 @@ impl Source {
             Source::Binary => "binary.cu",
             Source::Reduce => "reduce.cu",
             Source::Softmax => "softmax.cu",
+            Source::Normalize => "normalize.cu",
             Source::Select => "select.cu",
             Source::Sort => "sort.cu",
             Source::Window => "window.cu",
@@ -207,6 +212,16 @@ impl Kernel {
         Kernel::new(Source::Softmax, "softmax_bwd", &[type_name(dtype)])
     }
 
+    /// Normalisation over rows (layer norm, RMS norm) on a float `dtype`.
+    pub fn normalize(dtype: DType) -> Kernel {
+        Kernel::new(Source::Normalize, "normalize", &[type_name(dtype)])
+    }
+
+    /// The gradient of normalisation over rows on a float `dtype`.
+    pub fn normalize_backward(dtype: DType) -> Kernel {
+        Kernel::new(Source::Normalize, "normalize_bwd", &[type_name(dtype)])
+    }
+
     /// `cond ? a : b` elementwise on `dtype` (any dtype; the condition is `bool`).
     pub fn where_(dtype: DType) -> Kernel {
         Kernel::new(Source::Select, "where", &[type_name(dtype)])
@@ -317,6 +332,8 @@ pub fn all_kernels() -> Vec<Kernel> {
         if s.is_float() {
             all.push(Kernel::softmax(s));
             all.push(Kernel::softmax_backward(s));
+            all.push(Kernel::normalize(s));
+            all.push(Kernel::normalize_backward(s));
         }
         all.push(Kernel::where_(s));
         all.push(Kernel::index(s));

@@ -98,6 +98,11 @@ fn nvrtc_compiles_every_softmax_kernel() {
 }
 
 #[test]
+fn nvrtc_compiles_every_normalize_kernel() {
+    compile_every_kernel_of(Source::Normalize);
+}
+
+#[test]
 fn nvrtc_compiles_every_select_kernel() {
     compile_every_kernel_of(Source::Select);
 }
@@ -115,7 +120,7 @@ fn nvrtc_compiles_every_window_kernel() {
 #[test]
 fn nvrtc_tests_cover_every_source_file() {
     // one `nvrtc_compiles_every_*` test per file above
-    assert_eq!(Source::ALL.len(), 8);
+    assert_eq!(Source::ALL.len(), 9);
 }
 
 #[test]
