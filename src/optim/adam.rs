@@ -6,9 +6,11 @@ use super::{
     check_params, check_state_names, follow_param, read_param_state,
 };
 use crate::autograd::no_grad;
+use crate::backend::op::AdamStep;
 use crate::dtype::Float;
 use crate::error::{ErrorKind, Result};
 use crate::nn::Parameter;
+use crate::storage::dispatch;
 use crate::tensor::DynTensor;
 
 /// [`Adam`]'s options, PyTorch's names and defaults. [`AdamConfig::adamw`] gives AdamW's.
@@ -130,6 +132,46 @@ pub(super) fn zeros_on<E: Float>(p: &DynTensor<E>) -> Result<DynTensor<E>> {
     DynTensor::<E>::zeros(p.shape()).to_device(p.device())
 }
 
+/// The step as one pass of the backend (`Backend::adam_`) where the parameter and its
+/// gradient are contiguous and the state buffers are whole contiguous storages of their own
+/// (as a module's parameters, their gradients and the state this optimiser creates are):
+/// `true` when done, `false` for the op-by-op update, which does the same arithmetic (bit for
+/// bit in `f32` and `f64`; `f16`/`bf16` round once per stored value here, at each op there).
+fn fused_step<E: Float>(
+    op: &'static str,
+    p: &DynTensor<E>,
+    g: &DynTensor<E>,
+    s: &Moments<E>,
+    step: &AdamStep,
+) -> Result<bool> {
+    let mut state = vec![&s.exp_avg, &s.exp_avg_sq];
+    state.extend(&s.max_exp_avg_sq);
+    let whole = |t: &DynTensor<E>| {
+        t.is_contiguous() && t.layout().offset() == 0 && t.storage().len() == p.numel()
+    };
+    let mut storages: Vec<usize> = state.iter().map(|t| t.storage().lock_order()).collect();
+    storages.extend([p.storage().lock_order(), g.storage().lock_order()]);
+    storages.sort_unstable();
+    let distinct = storages.windows(2).all(|w| w[0] != w[1]);
+    if !p.is_contiguous() || !g.is_contiguous() || g.device() != p.device() || !distinct {
+        return Ok(false);
+    }
+    if !state.iter().all(|t| whole(t)) || g.shape() != p.shape() {
+        return Ok(false);
+    }
+    let state: Vec<_> = state.iter().map(|t| t.storage()).collect();
+    dispatch::adam_(
+        op,
+        p.storage(),
+        p.layout(),
+        g.storage(),
+        g.layout(),
+        &state,
+        step,
+    )?;
+    Ok(true)
+}
+
 fn op_name(c: &AdamConfig) -> &'static str {
     if c.decoupled_weight_decay {
         "AdamW"
@@ -159,6 +201,26 @@ impl<E: Float> Optimizer for Adam<E> {
                 buffers.extend(&s.max_exp_avg_sq);
                 follow_param(p, &buffers)?;
                 s.step += 1;
+                let correction1 = 1.0 - b1.powi(s.step);
+                let correction2_sqrt = (1.0 - b2.powi(s.step)).sqrt();
+                let decoupled = c.decoupled_weight_decay;
+                let fused = AdamStep {
+                    decay: if decoupled {
+                        1.0 - c.lr * c.weight_decay
+                    } else {
+                        1.0
+                    },
+                    l2: if decoupled { 0.0 } else { c.weight_decay },
+                    beta1: b1,
+                    beta2: b2,
+                    step_size: c.lr / correction1,
+                    correction2_sqrt,
+                    eps: c.eps,
+                    amsgrad: c.amsgrad,
+                };
+                if fused_step(op_name(&c), p, &g, s, &fused)? {
+                    continue;
+                }
                 let g = if c.weight_decay == 0.0 {
                     g
                 } else if c.decoupled_weight_decay {
@@ -173,8 +235,6 @@ impl<E: Float> Optimizer for Adam<E> {
                 s.exp_avg_sq
                     .try_mul_scalar_(b2)?
                     .try_add_(&g.try_mul(&g)?.try_mul_scalar(1.0 - b2)?)?;
-                let correction1 = 1.0 - b1.powi(s.step);
-                let correction2_sqrt = (1.0 - b2.powi(s.step)).sqrt();
                 let second = match &s.max_exp_avg_sq {
                     Some(max) => {
                         max.try_maximum_(&s.exp_avg_sq)?;

@@ -79,6 +79,55 @@ fn values(t: &DynTensor<f32>) -> Vec<f64> {
 }
 
 device_tests! {
+    /// The fused Adam step on the device (every option: L2 or decoupled weight decay,
+    /// AMSGrad) against the same steps on the CPU, for f32 and bf16 parameters, one of them
+    /// a view at an offset into its storage.
+    fn fused_adam_steps_match_the_cpu(dev: Device) {
+        use namedtensor::nn::Parameter;
+        for (weight_decay, decoupled, amsgrad) in
+            [(0.0, false, false), (0.1, false, true), (0.05, true, false), (0.05, true, true)]
+        {
+            let config = AdamConfig {
+                lr: 0.05,
+                weight_decay,
+                decoupled_weight_decay: decoupled,
+                amsgrad,
+                ..AdamConfig::default()
+            };
+            let vals: Vec<f32> = (0..40).map(|i| ((i * 17 % 13) as f32 - 6.0) * 0.3).collect();
+            let run = |dev: Device| {
+                let base = DynTensor::from_vec(vals.clone(), &[40]).to_device(dev).unwrap();
+                // a contiguous view at offset 4: the kernel reads and writes from there
+                let p = base.narrow(0, 4, 30).reshape(&[5, 6]).detach().requires_grad_(true);
+                let q = base.to_dtype::<half::bf16>().requires_grad_(true);
+                let mut opt = Adam::new(
+                    vec![Parameter { name: "p".into(), tensor: p.shallow_clone(), dims: &["A", "B"] }],
+                    config,
+                );
+                let mut opt16 = Adam::new(
+                    vec![Parameter { name: "q".into(), tensor: q.shallow_clone(), dims: &["A"] }],
+                    config,
+                );
+                for k in 0..4 {
+                    let g: Vec<f32> = (0..30).map(|i| ((i * 7 + k * 3) % 11) as f32 * 0.2 - 1.0).collect();
+                    let g = DynTensor::from_vec(g, &[5, 6]).to_device(dev).unwrap();
+                    p.set_grad(Some(g.shallow_clone())).unwrap();
+                    opt.step().unwrap();
+                    let g16 = g.reshape(&[30]).to_dtype::<half::bf16>();
+                    q.set_grad(Some(namedtensor::DynTensor::cat(&[&g16, &g16.narrow(0, 0, 10)], 0))).unwrap();
+                    opt16.step().unwrap();
+                }
+                assert_eq!(p.device(), dev);
+                (p.detach().to_vec(), q.detach().to_dtype::<f32>().to_vec())
+            };
+            let ((p, q), (pc, qc)) = (run(dev), run(Device::Cpu));
+            let f = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+            let what = format!("wd {weight_decay} decoupled {decoupled} amsgrad {amsgrad}");
+            assert_close_all(&f(p), &f(pc), 1e-6, 1e-6, &format!("f32 {what}"));
+            assert_close_all(&f(q), &f(qc), 1e-2, 1e-2, &format!("bf16 {what}"));
+        }
+    }
+
     /// The `char_transformer` example's model (small sizes) takes one step on the CPU, moves
     /// to the device with its gradients and optimiser state in place, and takes 29 more: its
     /// losses and parameters are the CPU run's. The CPU instance checks the same on the CPU,

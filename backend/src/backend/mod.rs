@@ -20,7 +20,7 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::{Layout, Window2d};
 use device::Device;
-use op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
+use op::{AdamStep, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -270,6 +270,25 @@ pub trait Backend {
         center: bool,
     ) -> Result<Self::Buffer<E>>;
 
+    /// One Adam or AdamW step in place, element by element (see [`AdamStep`] for the rule),
+    /// computed in the compute type and rounded once per stored value: the parameter `p`
+    /// seen through `lp` and its gradient `g` through `lg` (contiguous layouts of the same
+    /// sizes), the moments `m` and `v` and, with `step.amsgrad`, the running maximum `vmax`,
+    /// each holding exactly the layout's number of elements (float types only). One pass
+    /// where the op-by-op update made about fourteen.
+    #[allow(clippy::too_many_arguments)]
+    fn adam_<E: Element>(
+        op: &'static str,
+        p: &mut Self::Buffer<E>,
+        lp: &Layout,
+        g: &Self::Buffer<E>,
+        lg: &Layout,
+        m: &mut Self::Buffer<E>,
+        v: &mut Self::Buffer<E>,
+        vmax: Option<&mut Self::Buffer<E>>,
+        step: &AdamStep,
+    ) -> Result<()>;
+
     /// Running sums (or products) along `dim`, stored as `O` (the sum type of `E`),
     /// accumulating in `f64` for float results and in wrapping `i64` for integer ones.
     fn scan<E: Element, O: Element>(
@@ -417,4 +436,42 @@ pub trait Backend {
         diagonal: isize,
         lower: bool,
     ) -> Result<Self::Buffer<E>>;
+}
+
+/// Checks the operands of [`Backend::adam_`] on any backend: the parameter and gradient
+/// layouts contiguous, of the same sizes and within their buffers (of `p_len` and `g_len`
+/// elements), and one state buffer of exactly their number of elements for each of `m`, `v`
+/// and, exactly when `amsgrad`, `vmax` (`state_lens`).
+#[doc(hidden)]
+pub fn check_adam_operands(
+    op: &'static str,
+    lp: &Layout,
+    p_len: usize,
+    lg: &Layout,
+    g_len: usize,
+    state_lens: &[usize],
+    amsgrad: bool,
+) -> Result<()> {
+    use crate::error::{Error, ErrorKind};
+    lp.check_within(op, p_len)?;
+    lg.check_within(op, g_len)?;
+    let n = lp.numel();
+    let fail = |what: String| Err(Error::new(ErrorKind::InvalidArgument, op, what));
+    if !lp.is_contiguous() || !lg.is_contiguous() || lp.sizes() != lg.sizes() {
+        return fail(format!(
+            "the fused step needs a contiguous parameter and gradient of one shape, not {:?} \
+             with strides {:?} and {:?} with strides {:?}",
+            lp.sizes(),
+            lp.strides(),
+            lg.sizes(),
+            lg.strides()
+        ));
+    }
+    if state_lens.len() != 2 + amsgrad as usize || state_lens.iter().any(|&l| l != n) {
+        return fail(format!(
+            "state buffers of {state_lens:?} elements for a parameter of {n} (amsgrad: \
+             {amsgrad})"
+        ));
+    }
+    Ok(())
 }

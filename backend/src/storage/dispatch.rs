@@ -18,7 +18,7 @@ use crate::backend::cuda::Cuda;
 use crate::backend::device::Device;
 #[cfg(feature = "cuda")]
 use crate::backend::device::mixed_devices;
-use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
+use crate::backend::op::{AdamStep, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
 use crate::dtype::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, Window2d};
@@ -298,6 +298,39 @@ pub fn normalize_backward<E: Element>(
         r,
         |gy, gg, gr| on_backend!(op, (gy => a, gg => b, gr => c), K => K::normalize_backward::<E>(op, a, ly, b, lg, c, lr, dim, center), new_buffer),
     )
+}
+
+/// One Adam or AdamW step in place through the parameter `p` (see [`Backend::adam_`]):
+/// `state` is `[m, v]`, or `[m, v, vmax]` with `step.amsgrad`; the storages written must be
+/// distinct and distinct from the gradient's.
+#[doc(hidden)]
+pub fn adam_<E: Element>(
+    op: &'static str,
+    p: &Storage<E>,
+    lp: &Layout,
+    g: &Storage<E>,
+    lg: &Layout,
+    state: &[&Storage<E>],
+    step: &AdamStep,
+) -> Result<()> {
+    let mut dsts = vec![p];
+    dsts.extend(state);
+    // SAFETY: the step writes elements only.
+    unsafe {
+        super::with_write_buffers_read(op, &dsts, g, |bufs, gg| match bufs {
+            [p, m, v] => {
+                on_backend!(op, (&mut **p => p, gg => g, &mut **m => m, &mut **v => v), K => K::adam_::<E>(op, p, lp, g, lg, m, v, None, step), as_is)
+            }
+            [p, m, v, x] => {
+                on_backend!(op, (&mut **p => p, gg => g, &mut **m => m, &mut **v => v, &mut **x => x), K => K::adam_::<E>(op, p, lp, g, lg, m, v, Some(x), step), as_is)
+            }
+            _ => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                op,
+                format!("{} state buffers for an Adam step (2 or 3)", state.len()),
+            )),
+        })
+    }
 }
 
 /// Running sums or products along `dim`, as `O` (see [`Backend::scan`]).

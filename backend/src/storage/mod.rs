@@ -532,6 +532,52 @@ pub unsafe fn with_write_read_buffers<A: Element, B: Element, R>(
     f(&mut gd, &gs)
 }
 
+/// Runs `f` with exclusive access to the buffers of `dsts` (in the same order) and shared
+/// access to `src`'s, locking in the global order; all must be distinct storages (else an
+/// [`ErrorKind::InvalidArgument`] error, before anything is locked).
+///
+/// # Safety
+/// As [`Storage::write`]: `f` keeps the length and type of every buffer in `dsts`.
+#[doc(hidden)]
+pub unsafe fn with_write_buffers_read<E: Element, R>(
+    op: &'static str,
+    dsts: &[&Storage<E>],
+    src: &Storage<E>,
+    f: impl FnOnce(&mut [&mut Buffer<E>], &Buffer<E>) -> Result<R>,
+) -> Result<R> {
+    // (lock order, index into `dsts`, or `None` for `src`)
+    let mut order: Vec<(usize, Option<usize>)> = dsts
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.lock_order(), Some(i)))
+        .chain([(src.lock_order(), None)])
+        .collect();
+    order.sort_unstable();
+    if order.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            op,
+            "the tensors written and read must not share a storage",
+        ));
+    }
+    let mut writes: Vec<Option<RwLockWriteGuard<'_, Buffer<E>>>> =
+        dsts.iter().map(|_| None).collect();
+    let mut read = None;
+    for (_, who) in order {
+        match who {
+            // SAFETY: this function's own contract: `f` keeps the buffers' lengths and types.
+            Some(i) => writes[i] = Some(unsafe { dsts[i].write(op) }?),
+            None => read = Some(src.read()),
+        }
+    }
+    let read = read.expect("the source is in the lock order");
+    let mut bufs: Vec<&mut Buffer<E>> = writes
+        .iter_mut()
+        .map(|g| &mut **g.as_mut().expect("every destination is locked"))
+        .collect();
+    f(&mut bufs, &read)
+}
+
 /// Runs `f` with the buffers of every storage in `storages` (in the same order; a storage
 /// given several times is locked once and handed out several times), under their shared
 /// locks, taken in the global order.

@@ -405,3 +405,95 @@ mod tests {
         assert!(TestOp::Inf.eval(f32::NEG_INFINITY) && !TestOp::Inf.eval(f32::NAN));
     }
 }
+
+/// The scalars of one Adam or AdamW step at step `t` (`Backend::adam_`), as PyTorch's update
+/// rule uses them, per element in this order:
+/// `p ·= decay`; `g += l2 · p` (only where `l2 ≠ 0`); `m += (g − m) · (1 − β₁)`;
+/// `v = v · β₂ + g · g · (1 − β₂)`; with `amsgrad` `vmax = max(vmax, v)` and `s = vmax`,
+/// else `s = v`; `p += m · (−step_size) / (sqrt(s) / correction2_sqrt + eps)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamStep {
+    /// AdamW's `1 − lr · weight_decay` (1 without decoupled decay; a product by 1 is exact).
+    pub decay: f64,
+    /// Adam's L2 penalty, `weight_decay` (0 without).
+    pub l2: f64,
+    /// The first moment's decay rate β₁.
+    pub beta1: f64,
+    /// The second moment's decay rate β₂.
+    pub beta2: f64,
+    /// `lr / (1 − β₁ᵗ)`.
+    pub step_size: f64,
+    /// `sqrt(1 − β₂ᵗ)`.
+    pub correction2_sqrt: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    /// AMSGrad: divide by the running maximum of `v`, a third state buffer.
+    pub amsgrad: bool,
+}
+
+/// [`AdamStep`]'s scalars in a compute type `T`: each rounded once, as the op-by-op update
+/// rounded the same `f64` scalars to `T`, so that the two agree bit for bit in `f32` and
+/// `f64`.
+#[derive(Debug, Clone, Copy)]
+pub struct AdamScalars<T> {
+    decay: T,
+    l2: T,
+    one_minus_beta1: T,
+    beta2: T,
+    one_minus_beta2: T,
+    correction2_sqrt: T,
+    eps: T,
+    neg_step_size: T,
+}
+
+impl AdamStep {
+    /// The scalars in the compute type `T`.
+    ///
+    /// ```
+    /// use namedtensor::backend::op::AdamStep;
+    /// let s = AdamStep { decay: 1.0, l2: 0.0, beta1: 0.9, beta2: 0.999, step_size: 1e-3 / 0.1,
+    ///     correction2_sqrt: 0.001f64.sqrt(), eps: 1e-8, amsgrad: false };
+    /// // The first step moves a parameter by lr · sign(g) (up to eps).
+    /// let (p, m, v, _) = s.scalars::<f64>().update::<false, false>(1.0, 0.5, 0.0, 0.0, 0.0);
+    /// assert!((p - (1.0 - 1e-3)).abs() < 1e-9 && m == 0.05 && (v - 0.00025).abs() < 1e-15);
+    /// ```
+    pub fn scalars<T: NativeFloat>(&self) -> AdamScalars<T> {
+        AdamScalars {
+            decay: T::c(self.decay),
+            l2: T::c(self.l2),
+            one_minus_beta1: T::c(1.0 - self.beta1),
+            beta2: T::c(self.beta2),
+            one_minus_beta2: T::c(1.0 - self.beta2),
+            correction2_sqrt: T::c(self.correction2_sqrt),
+            eps: T::c(self.eps),
+            neg_step_size: T::c(-self.step_size),
+        }
+    }
+}
+
+impl<T: NativeFloat> AdamScalars<T> {
+    /// One element's update: `(p, m, v, vmax)` after the step from `(p, g, m, v, vmax)`.
+    /// `L2`: apply the L2 penalty (`l2 ≠ 0`); `AMS`: AMSGrad (else `vmax` is passed
+    /// through). Both are constants so that a loop over this has no branch.
+    #[inline(always)]
+    pub fn update<const L2: bool, const AMS: bool>(
+        &self,
+        p: T,
+        g: T,
+        m: T,
+        v: T,
+        vmax: T,
+    ) -> (T, T, T, T) {
+        let p = p.nmul(self.decay);
+        let g = if L2 { g.nadd(p.nmul(self.l2)) } else { g };
+        let m = m.nadd(g.nsub(m).nmul(self.one_minus_beta1));
+        let v = v
+            .nmul(self.beta2)
+            .nadd(g.nmul(g).nmul(self.one_minus_beta2));
+        let vmax = if AMS { vmax.nmax(v) } else { vmax };
+        let s = if AMS { vmax } else { v };
+        let denom = s.sqrt().ndiv(self.correction2_sqrt).nadd(self.eps);
+        let p = p.nadd(m.nmul(self.neg_step_size).ndiv(denom));
+        (p, m, v, vmax)
+    }
+}

@@ -18,6 +18,7 @@
 //!   ([`Operand`]), as the [`Backend`] contract says; anything else is a bug of the caller
 //!   and panics.
 
+use super::adam::adam;
 use super::convert::same_type;
 use super::copy::gather_to_vec;
 use super::elementwise_instances::{
@@ -32,9 +33,9 @@ use super::scan::{scan_op, softmax_backward_op, softmax_op};
 use super::select::{cat, gather_op, index_select_op, scatter_add_op};
 use super::shape::{flip_to_vec, mask_triangle};
 use super::words;
-use crate::backend::Backend;
 use crate::backend::device::Device;
-use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
+use crate::backend::op::{AdamStep, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
+use crate::backend::{Backend, check_adam_operands};
 use crate::dtype::{DType, Element, Kernel};
 use crate::error::Result;
 use crate::layout::{Layout, Window2d};
@@ -209,6 +210,16 @@ pub trait Instances: Element {
         dim: usize,
         center: bool,
     ) -> Vec<Self>;
+    /// See [`Backend::adam_`] (float types only), over the parameter's and the gradient's
+    /// runs of elements.
+    fn adam(
+        p: &mut [Self],
+        g: &[Self],
+        m: &mut [Self],
+        v: &mut [Self],
+        vmax: Option<&mut [Self]>,
+        step: &AdamStep,
+    );
     /// See [`Backend::scan`].
     fn scan(prod: bool, src: &[Self], layout: &Layout, dim: usize) -> Vec<Self::Sum>;
     /// See [`Backend::index_select`].
@@ -305,6 +316,13 @@ macro_rules! instances {
         let _ = ($($arg),*);
         unreachable!("{}", FLOAT_ONLY)
     }};
+    (@adam float, $t:ty, $c:ty, $($arg:expr),*) => {
+        adam::<$t, $c>($($arg),*)
+    };
+    (@adam numeric, $t:ty, $c:ty, $($arg:expr),*) => {{
+        let _ = ($($arg),*);
+        unreachable!("{}", FLOAT_ONLY)
+    }};
     ($($kind:ident: $($t:ty => $c:ty),*;)*) => {$($(
         impl Instances for $t {
             fn reduce(rop: ReduceOp, src: &[$t], layout: &Layout, mask: &[bool]) -> Reduced<$t> {
@@ -346,6 +364,16 @@ macro_rules! instances {
                 center: bool,
             ) -> Vec<$t> {
                 instances!(@normalize_backward $kind, $t, $c, y, ly, g, lg, r, lr, dim, center)
+            }
+            fn adam(
+                p: &mut [$t],
+                g: &[$t],
+                m: &mut [$t],
+                v: &mut [$t],
+                vmax: Option<&mut [$t]>,
+                step: &AdamStep,
+            ) {
+                instances!(@adam $kind, $t, $c, p, g, m, v, vmax, step)
             }
             fn scan(prod: bool, src: &[$t], layout: &Layout, dim: usize) -> Vec<<$t as Kernel>::Sum> {
                 scan_op(prod, src, layout, dim)
@@ -725,6 +753,35 @@ impl Backend for Cpu {
                 center
             ))),
         )
+    }
+
+    fn adam_<E: Element>(
+        op: &'static str,
+        p: &mut Vec<E>,
+        lp: &Layout,
+        g: &Vec<E>,
+        lg: &Layout,
+        m: &mut Vec<E>,
+        v: &mut Vec<E>,
+        vmax: Option<&mut Vec<E>>,
+        step: &AdamStep,
+    ) -> Result<()> {
+        let mut lens = vec![m.len(), v.len()];
+        lens.extend(vmax.as_ref().map(|x| x.len()));
+        check_adam_operands(op, lp, p.len(), lg, g.len(), &lens, step.amsgrad)?;
+        let (n, po, go) = (lp.numel(), lp.offset(), lg.offset());
+        if n == 0 {
+            return Ok(());
+        }
+        dtype_match!(E::DTYPE, T => T::adam(
+            &mut retype_mut(p)[po..po + n],
+            &retype(g)[go..go + n],
+            retype_mut(m),
+            retype_mut(v),
+            vmax.map(|x| retype_mut::<E, T>(x)),
+            step
+        ));
+        Ok(())
     }
 
     fn scan<E: Element, O: Element>(

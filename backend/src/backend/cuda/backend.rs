@@ -22,9 +22,9 @@ use super::copy;
 use super::device::CudaDevice;
 use super::kernels::Supports;
 use super::{CudaBuffer, blas, compute};
-use crate::backend::Backend;
 use crate::backend::device::Device;
-use crate::backend::op::{BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
+use crate::backend::op::{AdamStep, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
+use crate::backend::{Backend, check_adam_operands};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, Window2d};
@@ -592,6 +592,23 @@ impl Backend for Cuda {
         along_last_dim::<E>(op, &[ly, lg, lr], dim, |l| {
             compute::normalize_backward(op, y, &l[0], g, &l[1], r, &l[2], center)
         })
+    }
+
+    fn adam_<E: Element>(
+        op: &'static str,
+        p: &mut CudaBuffer,
+        lp: &Layout,
+        g: &CudaBuffer,
+        lg: &Layout,
+        m: &mut CudaBuffer,
+        v: &mut CudaBuffer,
+        vmax: Option<&mut CudaBuffer>,
+        step: &AdamStep,
+    ) -> Result<()> {
+        let mut lens = vec![m.len(), v.len()];
+        lens.extend(vmax.as_ref().map(|x| x.len()));
+        check_adam_operands(op, lp, p.len(), lg, g.len(), &lens, step.amsgrad)?;
+        compute::adam_(op, p, lp, g, lg, m, v, vmax, step)
     }
 
     fn scan<E: Element, O: Element>(

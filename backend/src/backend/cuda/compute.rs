@@ -17,6 +17,7 @@ use super::launch::{
 };
 use super::rt::PushKernelArg;
 use super::storage::CudaBuffer;
+use crate::backend::op::AdamStep;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;
@@ -511,6 +512,82 @@ pub fn normalize_backward(
 fn pack_from_zero(op: &'static str, b: &CudaBuffer, l: &Layout) -> Result<Option<CudaBuffer>> {
     let from_zero = l.is_contiguous() && l.offset() == 0;
     (!from_zero).then(|| cast(op, b, l, b.dtype())).transpose()
+}
+
+/// One Adam or AdamW step in place (see `Backend::adam_`, whose operand checks the caller has
+/// made: `p` and `g` contiguous runs of `n` elements from their layouts' offsets, each state
+/// buffer of exactly `n`).
+#[allow(clippy::too_many_arguments)]
+pub fn adam_(
+    op: &'static str,
+    p: &mut CudaBuffer,
+    lp: &Layout,
+    g: &CudaBuffer,
+    lg: &Layout,
+    m: &mut CudaBuffer,
+    v: &mut CudaBuffer,
+    vmax: Option<&mut CudaBuffer>,
+    step: &AdamStep,
+) -> Result<()> {
+    same_device(op, p, g)?;
+    same_device(op, p, m)?;
+    same_device(op, p, v)?;
+    let dtype = p.dtype();
+    let same_types = [g.dtype(), m.dtype(), v.dtype()]
+        .iter()
+        .all(|&d| d == dtype);
+    if !dtype.is_float() || !same_types {
+        return Err(unsupported(op, "adam_", dtype));
+    }
+    let n = lp.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let dev = std::sync::Arc::clone(p.cuda_device());
+    let mut unused;
+    let (vmax, ams) = match vmax {
+        Some(x) => {
+            same_device(op, p, x)?;
+            (x, 1i32)
+        }
+        None => {
+            unused = CudaBuffer::alloc(op, &dev, dtype, 0)?;
+            (&mut unused, 0i32)
+        }
+    };
+    let kernel = Kernel::adam(dtype);
+    let f = dev.function(op, &kernel)?;
+    let (po, go, n64) = (lp.offset() as u64, lg.offset() as u64, n as u64);
+    let scalars = [
+        step.decay,
+        step.l2,
+        1.0 - step.beta1,
+        step.beta2,
+        1.0 - step.beta2,
+        step.correction2_sqrt,
+        step.eps,
+        -step.step_size,
+    ];
+    let l2_on = (step.l2 != 0.0) as i32;
+    let mut args = dev.stream().launch_builder(&f);
+    args.arg(p.slice_mut())
+        .arg(&po)
+        .arg(g.slice())
+        .arg(&go)
+        .arg(m.slice_mut())
+        .arg(v.slice_mut())
+        .arg(vmax.slice_mut())
+        .arg(&n64);
+    for s in &scalars {
+        args.arg(s);
+    }
+    args.arg(&l2_on).arg(&ams);
+    // SAFETY: matches `nt_adam_T(T* p, u64 p_offset, const T* g, u64 g_offset, T* m, T* v,
+    // T* vmax, u64 n, double × 8, int l2_on, int ams)`; `p` and `g` hold n elements from
+    // their offsets, `m` and `v` n each, and `vmax` n when `ams` (else it is not read).
+    unsafe { args.launch(elementwise_config(n)) }
+        .map_err(|e| driver(op, dev.device(), &format!("launching {}", kernel.name), e))?;
+    Ok(())
 }
 
 /// `cond ? a : b` elementwise (`select.cu`): the three layouts have the output's sizes (a

@@ -35,12 +35,14 @@ pub enum Source {
     Sort,
     /// Sliding windows over the last two dims: im2col, col2im, max pooling.
     Window,
+    /// Optimiser steps in place (Adam, AdamW).
+    Optim,
 }
 
 impl Source {
     /// Every source file.
     #[cfg_attr(not(test), allow(dead_code))] // the compile-everything test walks them
-    pub const ALL: [Source; 9] = [
+    pub const ALL: [Source; 10] = [
         Source::Copy,
         Source::Unary,
         Source::Binary,
@@ -50,6 +52,7 @@ impl Source {
         Source::Select,
         Source::Sort,
         Source::Window,
+        Source::Optim,
     ];
 
     /// The file's CUDA C text.
@@ -64,6 +67,7 @@ impl Source {
             Source::Select => include_str!("kernels/select.cu"),
             Source::Sort => include_str!("kernels/sort.cu"),
             Source::Window => include_str!("kernels/window.cu"),
+            Source::Optim => include_str!("kernels/optim.cu"),
         }
     }
 
@@ -79,6 +83,7 @@ impl Source {
             Source::Select => "select.cu",
             Source::Sort => "sort.cu",
             Source::Window => "window.cu",
+            Source::Optim => "optim.cu",
         }
     }
 }
@@ -222,6 +227,11 @@ impl Kernel {
         Kernel::new(Source::Normalize, "normalize_bwd", &[type_name(dtype)])
     }
 
+    /// One Adam or AdamW step in place on a float `dtype`.
+    pub fn adam(dtype: DType) -> Kernel {
+        Kernel::new(Source::Optim, "adam", &[type_name(dtype)])
+    }
+
     /// `cond ? a : b` elementwise on `dtype` (any dtype; the condition is `bool`).
     pub fn where_(dtype: DType) -> Kernel {
         Kernel::new(Source::Select, "where", &[type_name(dtype)])
@@ -334,6 +344,7 @@ pub fn all_kernels() -> Vec<Kernel> {
             all.push(Kernel::softmax_backward(s));
             all.push(Kernel::normalize(s));
             all.push(Kernel::normalize_backward(s));
+            all.push(Kernel::adam(s));
         }
         all.push(Kernel::where_(s));
         all.push(Kernel::index(s));

@@ -118,9 +118,14 @@ fn nvrtc_compiles_every_window_kernel() {
 }
 
 #[test]
+fn nvrtc_compiles_every_optim_kernel() {
+    compile_every_kernel_of(Source::Optim);
+}
+
+#[test]
 fn nvrtc_tests_cover_every_source_file() {
     // one `nvrtc_compiles_every_*` test per file above
-    assert_eq!(Source::ALL.len(), 9);
+    assert_eq!(Source::ALL.len(), 10);
 }
 
 #[test]
