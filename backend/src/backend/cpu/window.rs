@@ -11,9 +11,10 @@
 //!   element sums its contributions in `(a, b)` order, as the CUDA kernel (one thread per
 //!   element, looping over `(a, b)`) does: both backends round the same sums.
 
-use super::parallel::for_each_row_chunk;
+use super::parallel::{for_each_row_chunk, for_each_with_caller, task_count};
 use super::pool::take as take_buffer;
 use super::select::unravel;
+use super::vmath::vectorized;
 use crate::dtype::{Element, Kernel, Native, cast};
 use crate::layout::{Layout, Window2d};
 use std::hint::select_unpredictable;
@@ -217,12 +218,21 @@ pub fn fold2d<E: Kernel + Element>(
     let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
     // No two windows share an input element: each stride at least its dilated kernel's span.
     let disjoint = sh > (kh - 1) * dh && sw > (kw - 1) * dw;
+    // The gradient of 2×2 pooling at stride 2 (winners' rows along memory): written directly.
+    let halving = window.kernel == (2, 2)
+        && window.stride == (2, 2)
+        && window.padding == (0, 0)
+        && window.dilation == (1, 1)
+        && winners.is_some_and(|(_, lw)| lw.strides()[lw.rank() - 1] == 1);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         leads,
         plane,
         move |range, chunk| {
             let mut acc = vec![<E::Compute as Element>::ZERO; plane];
+            // The gradient's rows at the four taps, gathered where they are not along memory
+            // (a broadcast gradient).
+            let mut rows = vec![E::ZERO; if halving && sj != 1 { 4 * ow } else { 0 }];
             for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
                 acc.fill(<E::Compute as Element>::ZERO);
                 let base = lead_base(layout, lead_sizes, lead_strides, l);
@@ -236,6 +246,36 @@ pub fn fold2d<E: Kernel + Element>(
                         s[rw - 1],
                     )
                 });
+                if let Some((idx, wb, wi, _)) = win.filter(|_| halving) {
+                    vectorized(
+                        #[inline(always)]
+                        || {
+                            let start =
+                                |i: usize, t: usize| base + (t / 2) * sa + (t % 2) * sb + i * si;
+                            let (covered, rest) = dst.split_at_mut(2 * oh * w);
+                            for (i, out) in covered.chunks_exact_mut(2 * w).enumerate() {
+                                let (top, bottom) = out.split_at_mut(w);
+                                let won = &idx[wb + i * wi..][..ow];
+                                if sj == 1 {
+                                    let g = [0, 1, 2, 3].map(|t| &cols[start(i, t)..][..ow]);
+                                    unpool_halving_row(won, g, top, bottom);
+                                    continue;
+                                }
+                                for (t, row) in rows.chunks_exact_mut(ow).enumerate() {
+                                    for (j, r) in row.iter_mut().enumerate() {
+                                        *r = cols[start(i, t) + j * sj];
+                                    }
+                                }
+                                let g = [0, 1, 2, 3].map(|t| &rows[t * ow..][..ow]);
+                                unpool_halving_row(won, g, top, bottom);
+                            }
+                            for d in rest {
+                                d.write(E::ZERO);
+                            }
+                        },
+                    );
+                    continue;
+                }
                 if let Some((idx, wb, wi, wj)) = win.filter(|_| disjoint) {
                     // Disjoint windows: each input element is read by at most one window, so
                     // adding each window's value at its winner's position is the same sum
@@ -334,95 +374,191 @@ pub fn max_pool2d<E: Kernel + Element>(
     let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
     let step = sw * ws;
     let unpadded = window.padding == (0, 0);
-    let mut out = take_buffer::<(E, i64)>(n);
+    let halving = unpadded
+        && window.kernel == (2, 2)
+        && window.stride == (2, 2)
+        && window.dilation == (1, 1)
+        && ws == 1;
+    let mut values = take_buffer::<E>(n);
+    let mut taps = take_buffer::<i64>(n);
     if n > 0 {
         let (_, col_in) = inside_ranges(window, (h, w), (oh, ow));
-        for_each_row_chunk(
-            &mut out.spare_capacity_mut()[..n],
-            leads,
-            plane,
-            move |range, chunk| {
-                // The best tap so far of each window of one output row. Starting from −∞ at tap
-                // 0 and skipping the padding (−∞, which never wins) picks the same tap as
-                // comparing every tap in order.
-                let mut best = vec![<E::Compute as Native>::LOWEST; ow];
-                let mut at = vec![0i64; ow];
-                let mut xs = vec![<E::Compute as Native>::LOWEST; ow];
-                for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
-                    let base = lead_base(layout, lead_sizes, lead_strides, l);
-                    if unpadded {
-                        // Every tap of every window lies inside the input: one window at a
-                        // time, its best tap kept in registers.
-                        let (th, tw) = (dh * hs, dw * ws);
-                        for (o, d) in dst.iter_mut().enumerate() {
-                            let start = base + (o / ow) * sh * hs + (o % ow) * sw * ws;
-                            let (mut best, mut at) = (<E::Compute as Native>::LOWEST, 0i64);
-                            let mut nan = false;
-                            // `x > best ? x : best` (a `max` instruction) and the tap's
-                            // conditional move; NaN, rare, only noted here.
-                            for a in 0..kh {
-                                for b in 0..kw {
-                                    let x = cast::<E, E::Compute>(src[start + a * th + b * tw]);
-                                    let wins = x > best;
-                                    at = select_unpredictable(wins, (a * kw + b) as i64, at);
-                                    best = select_unpredictable(wins, x, best);
-                                    nan |= x.is_nan();
+        let per = leads.div_ceil(task_count(n, 1 << 14).min(leads));
+        let chunks = values.spare_capacity_mut()[..n].chunks_mut(per * plane);
+        let chunks = chunks.zip(taps.spare_capacity_mut()[..n].chunks_mut(per * plane));
+        for_each_with_caller(chunks.enumerate(), |(t, (vs, ts))| {
+            let range = t * per..t * per + vs.len() / plane;
+            if halving {
+                // 2×2 windows at stride 2 over contiguous rows (the usual pooling): each
+                // output row reads two input rows, in one vectorised loop.
+                // Output rows shorter than a vector (8×8 inputs) are pooled a plane at a time
+                // from the plane's top and bottom rows gathered end to end.
+                let short = ow < 8;
+                let (mut tops, mut bottoms) = (Vec::new(), Vec::new());
+                return vectorized(
+                    #[inline(always)]
+                    || {
+                        let planes = vs.chunks_exact_mut(plane).zip(ts.chunks_exact_mut(plane));
+                        for (l, (vs, ts)) in range.zip(planes) {
+                            let base = lead_base(layout, lead_sizes, lead_strides, l);
+                            let row = |i: usize| &src[base + i * hs..][..2 * ow];
+                            if short {
+                                tops.clear();
+                                bottoms.clear();
+                                for i in 0..oh {
+                                    tops.extend_from_slice(row(2 * i));
+                                    bottoms.extend_from_slice(row(2 * i + 1));
                                 }
-                            }
-                            if nan {
-                                // The first NaN wins.
-                                let tap = |t: usize| {
-                                    cast::<E, E::Compute>(
-                                        src[start + (t / kw) * th + (t % kw) * tw],
-                                    )
-                                };
-                                let t = (0..kh * kw).find(|&t| tap(t).is_nan()).expect("a NaN");
-                                (best, at) = (tap(t), t as i64);
-                            }
-                            d.write((cast::<E::Compute, E>(best), at));
-                        }
-                        continue;
-                    }
-                    for (i, row) in dst.chunks_mut(ow).enumerate() {
-                        best.fill(<E::Compute as Native>::LOWEST);
-                        at.fill(0);
-                        for a in 0..kh {
-                            let Some(y) = window.source(0, i, a, h) else {
+                                pool_halving_row(&tops, &bottoms, vs, ts);
                                 continue;
-                            };
-                            for (b, js) in col_in.iter().cloned().enumerate() {
-                                if js.is_empty() {
-                                    continue;
-                                }
-                                let tap = (a * kw + b) as i64;
-                                let x0 = js.start * sw + b * dw - pw;
-                                let from = base + y * hs + x0 * ws;
-                                // The row's taps gathered first, then compared element-wise
-                                // over slices: no bounds checks and no loop-carried branch, so
-                                // the comparison vectorises into selects (which tap wins is
-                                // data; a branch per tap mispredicts half the time).
-                                let xs = &mut xs[..js.len()];
-                                for (k, x) in xs.iter_mut().enumerate() {
-                                    *x = cast::<E, E::Compute>(src[from + k * step]);
-                                }
-                                let lanes = best[js.clone()].iter_mut().zip(&mut at[js]);
-                                for ((b, t), &x) in lanes.zip(xs.iter()) {
-                                    let wins = (x > *b) | (x.is_nan() & !b.is_nan());
-                                    *b = select_unpredictable(wins, x, *b);
-                                    *t = select_unpredictable(wins, tap, *t);
-                                }
+                            }
+                            let rows = vs.chunks_exact_mut(ow).zip(ts.chunks_exact_mut(ow));
+                            for (i, (vs, ts)) in rows.enumerate() {
+                                pool_halving_row(row(2 * i), row(2 * i + 1), vs, ts);
                             }
                         }
-                        for ((d, &v), &t) in row.iter_mut().zip(&best).zip(&at) {
-                            d.write((cast::<E::Compute, E>(v), t));
+                    },
+                );
+            }
+            // The best tap so far of each window of one output row. Starting from −∞ at tap
+            // 0 and skipping the padding (−∞, which never wins) picks the same tap as
+            // comparing every tap in order.
+            let mut best = vec![<E::Compute as Native>::LOWEST; ow];
+            let mut at = vec![0i64; ow];
+            let mut xs = vec![<E::Compute as Native>::LOWEST; ow];
+            let planes = vs.chunks_mut(plane).zip(ts.chunks_mut(plane));
+            for (l, (vs, ts)) in range.zip(planes) {
+                let base = lead_base(layout, lead_sizes, lead_strides, l);
+                if unpadded {
+                    // Every tap of every window lies inside the input: one window at a
+                    // time, its best tap kept in registers.
+                    let (th, tw) = (dh * hs, dw * ws);
+                    for (o, (v, t)) in vs.iter_mut().zip(ts.iter_mut()).enumerate() {
+                        let start = base + (o / ow) * sh * hs + (o % ow) * sw * ws;
+                        let (mut best, mut at) = (<E::Compute as Native>::LOWEST, 0i64);
+                        let mut nan = false;
+                        // `x > best ? x : best` (a `max` instruction) and the tap's
+                        // conditional move; NaN, rare, only noted here.
+                        for a in 0..kh {
+                            for b in 0..kw {
+                                let x = cast::<E, E::Compute>(src[start + a * th + b * tw]);
+                                let wins = x > best;
+                                at = select_unpredictable(wins, (a * kw + b) as i64, at);
+                                best = select_unpredictable(wins, x, best);
+                                nan |= x.is_nan();
+                            }
                         }
+                        if nan {
+                            // The first NaN wins.
+                            let tap = |t: usize| {
+                                cast::<E, E::Compute>(src[start + (t / kw) * th + (t % kw) * tw])
+                            };
+                            let t = (0..kh * kw).find(|&t| tap(t).is_nan()).expect("a NaN");
+                            (best, at) = (tap(t), t as i64);
+                        }
+                        v.write(cast::<E::Compute, E>(best));
+                        t.write(at);
+                    }
+                    continue;
+                }
+                let rows = vs.chunks_mut(ow).zip(ts.chunks_mut(ow));
+                for (i, (vs, ts)) in rows.enumerate() {
+                    best.fill(<E::Compute as Native>::LOWEST);
+                    at.fill(0);
+                    for a in 0..kh {
+                        let Some(y) = window.source(0, i, a, h) else {
+                            continue;
+                        };
+                        for (b, js) in col_in.iter().cloned().enumerate() {
+                            if js.is_empty() {
+                                continue;
+                            }
+                            let tap = (a * kw + b) as i64;
+                            let x0 = js.start * sw + b * dw - pw;
+                            let from = base + y * hs + x0 * ws;
+                            // The row's taps gathered first, then compared element-wise
+                            // over slices: no bounds checks and no loop-carried branch, so
+                            // the comparison vectorises into selects (which tap wins is
+                            // data; a branch per tap mispredicts half the time).
+                            let xs = &mut xs[..js.len()];
+                            for (k, x) in xs.iter_mut().enumerate() {
+                                *x = cast::<E, E::Compute>(src[from + k * step]);
+                            }
+                            let lanes = best[js.clone()].iter_mut().zip(&mut at[js]);
+                            for ((b, t), &x) in lanes.zip(xs.iter()) {
+                                let wins = (x > *b) | (x.is_nan() & !b.is_nan());
+                                *b = select_unpredictable(wins, x, *b);
+                                *t = select_unpredictable(wins, tap, *t);
+                            }
+                        }
+                    }
+                    for (((v, t), &b), &a) in vs.iter_mut().zip(ts.iter_mut()).zip(&best).zip(&at) {
+                        v.write(cast::<E::Compute, E>(b));
+                        t.write(a);
                     }
                 }
-            },
-        );
+            }
+        });
         // SAFETY: the chunks cover leading positions `0..leads` once each, and each writes
-        // its `OH·OW` slots, so the first `n` slots are initialised.
-        unsafe { out.set_len(n) };
+        // its `OH·OW` values and taps, so the first `n` of both are initialised.
+        unsafe {
+            values.set_len(n);
+            taps.set_len(n);
+        }
     }
-    out.into_iter().unzip()
+    (values, taps)
+}
+
+/// The gradient of one output row of 2×2 max pooling at stride 2 ([`pool_halving_row`]):
+/// from the winning taps `won` and the gradient `g[t]` seen at each tap `t` (`OW` each), the
+/// input rows `top` and `bottom` (`W ≥ 2·OW` each): each window's gradient at its winner,
+/// zero elsewhere (and in a last odd column). Written as `+0 + g` at the winner, the sum the
+/// general path makes, so that a `−0` gradient arrives as `+0` on both paths.
+#[inline(always)]
+fn unpool_halving_row<E: Kernel + Element>(
+    won: &[i64],
+    g: [&[E]; 4],
+    top: &mut [MaybeUninit<E>],
+    bottom: &mut [MaybeUninit<E>],
+) {
+    let ow = won.len();
+    let zero = <E::Compute as Element>::ZERO;
+    let pick = |hit: bool, v: E| cast::<E::Compute, E>(zero.nadd(if hit { cast(v) } else { zero }));
+    let (t2, b2) = (&mut top[..2 * ow], &mut bottom[..2 * ow]);
+    let cells = t2.chunks_exact_mut(2).zip(b2.chunks_exact_mut(2));
+    let grads = g[0].iter().zip(g[1]).zip(g[2]).zip(g[3]);
+    for ((&t, (p, q)), (((&g0, &g1), &g2), &g3)) in won.iter().zip(cells).zip(grads) {
+        p[0].write(pick(t == 0, g0));
+        p[1].write(pick(t == 1, g1));
+        q[0].write(pick(t == 2, g2));
+        q[1].write(pick(t == 3, g3));
+    }
+    for d in top[2 * ow..].iter_mut().chain(&mut bottom[2 * ow..]) {
+        d.write(E::ZERO);
+    }
+}
+
+/// One output row of 2×2 max pooling at stride 2 from the input rows `top` and `bottom`
+/// (`2·OW` elements each; or several such rows end to end, with as many output rows): each
+/// window's largest value and its tap (0, 1 in `top`, 2, 3 in `bottom`), the first in tap order on ties, the first NaN if any, as the general path.
+/// Selects, not branches, so that the loop vectorises.
+#[inline(always)]
+fn pool_halving_row<E: Kernel + Element>(
+    top: &[E],
+    bottom: &[E],
+    vs: &mut [MaybeUninit<E>],
+    ts: &mut [MaybeUninit<i64>],
+) {
+    let pairs = top.chunks_exact(2).zip(bottom.chunks_exact(2));
+    for ((v, t), (p, q)) in vs.iter_mut().zip(ts.iter_mut()).zip(pairs) {
+        let (mut best, mut at) = (cast::<E, E::Compute>(p[0]), 0i64);
+        for (x, tap) in [(p[1], 1i64), (q[0], 2), (q[1], 3)] {
+            let x = cast::<E, E::Compute>(x);
+            let wins = (x > best) | (x.is_nan() & !best.is_nan());
+            best = if wins { x } else { best };
+            at = if wins { tap } else { at };
+        }
+        v.write(cast::<E::Compute, E>(best));
+        t.write(at);
+    }
 }
