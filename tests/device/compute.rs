@@ -977,6 +977,12 @@ proptest::proptest! {
         close(&format!("neg of {ctx}"), &c.neg(), &d.neg(), 0.0)?;
         close(&format!("abs of {ctx}"), &c.abs(), &d.abs(), 0.0)?;
         close(&format!("relu of {ctx}"), &c.relu(), &d.relu(), 0.0)?;
+        let relu_grad = |x: &DynTensor<f32>, g: &DynTensor<f32>| {
+            let x = x.detach().requires_grad_(true);
+            x.relu().backward_with(g, namedtensor::autograd::BackwardOptions::default()).unwrap();
+            x.grad().unwrap()
+        };
+        close(&format!("relu gradient of {ctx}"), &relu_grad(&c, &oc), &relu_grad(&d, &od), 0.0)?;
         close(&format!("exp of {ctx}"), &c.exp(), &d.exp(), 4e-7)?;
         close(&format!("tanh of {ctx}"), &c.tanh(), &d.tanh(), 4e-7)?;
         close(&format!("sigmoid of {ctx}"), &c.sigmoid(), &d.sigmoid(), 4e-7)?;

@@ -1149,3 +1149,41 @@ fn norm_of_empty_and_single_entry_lanes() {
         .backward();
     assert_eq!(x.grad().unwrap().to_vec(), vec![0.0; 3]);
 }
+
+/// ReLU's gradient is 0 where the output is not positive, even for an infinite or NaN
+/// incoming gradient, and the incoming gradient elsewhere, a NaN output included (PyTorch's
+/// `threshold_backward`: `y <= 0 ? 0 : g`); on a transposed view and in f64 and bf16 alike.
+#[test]
+fn relu_gradient_is_zero_where_the_output_is_not_positive() {
+    fn case<E: namedtensor::Float>() {
+        let v = |xs: &[f64]| xs.iter().map(|&x| E::from_f64(x)).collect::<Vec<E>>();
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        // stored [3, 2], seen as its transpose [2, 3]
+        let x = DynTensor::from_vec(v(&[-1.0, nan, 0.0, 3.0, 2.0, -0.0]), &[3, 2])
+            .t()
+            .requires_grad_(true);
+        let g = DynTensor::from_vec(v(&[inf, nan, 5.0, 1.0, -inf, 7.0]), &[2, 3]);
+        x.relu()
+            .backward_with(&g, namedtensor::autograd::BackwardOptions::default())
+            .unwrap();
+        let got: Vec<f64> = x
+            .grad()
+            .unwrap()
+            .to_vec()
+            .iter()
+            .map(|e| e.to_f64())
+            .collect();
+        // x (row-major [2, 3]) is [-1, 0, 2, NaN, 3, -0]
+        assert_eq!(got[..3], [0.0, 0.0, 5.0], "{}", E::DTYPE);
+        assert_eq!(got[4..], [-inf, 0.0], "{}", E::DTYPE);
+        assert_eq!(
+            got[3],
+            1.0,
+            "a NaN output passes the gradient ({})",
+            E::DTYPE
+        );
+    }
+    case::<f32>();
+    case::<f64>();
+    case::<half::bf16>();
+}

@@ -204,6 +204,10 @@ binary_ops! {
     Remainder "remainder" numeric |x, y| x.nrem(y);
     /// C's `fmod`: the sign of the dividend.
     Fmod "fmod" numeric |x, y| x.nfmod(y);
+    /// ReLU's gradient from the incoming gradient `a` and ReLU's output `b`: 0 where
+    /// `b ≤ 0` (even for an infinite or NaN `a`), else `a` (a NaN `b` passes it), as PyTorch's
+    /// `threshold_backward`.
+    ReluGrad "relu_grad" numeric |x, y| if y <= T::ZERO { T::ZERO } else { x };
 }
 
 binary_ops! {

@@ -45,10 +45,7 @@ fn unary_grad<E: Element>(
         Sign | Floor | Ceil | Round | Trunc => DynTensor::full_on(g.shape(), E::ZERO, g.device()),
         Abs => mul(g, &un(Sign, x())?),
         Square => mul(g, &mul_c(x(), 2.0)?),
-        Relu => {
-            let positive = crate::ops::compare_scalar::<E>(OP, CompareOp::Gt, y(), 0.0)?;
-            Ok(Temp::new(positive.try_to_dtype::<E>()?).mul(g)?.done())
-        }
+        Relu => bin(BinaryOp::ReluGrad, g, y()),
         Exp => mul(g, y()),
         Expm1 => mul(g, &bin_c(BinaryOp::Add, y(), 1.0)?),
         Log => bin(BinaryOp::Div, g, x()),
@@ -288,6 +285,13 @@ fn binary_grads<E: Element>(
                 when(want_y, &|| share(y(), x()))?,
             )
         }
+        // `x` where `y > 0`: linear in `x`, piecewise constant in `y`.
+        ReluGrad => (
+            when(want_x, &|| bin(ReluGrad, g, y()))?,
+            when(want_y, &|| {
+                DynTensor::full_on(y().shape(), E::ZERO, g.device())
+            })?,
+        ),
         // x - y·floor(x/y) and x - y·trunc(x/y): the rounded quotient is piecewise constant.
         Remainder | Fmod => {
             let round = if b == Remainder {

@@ -31,6 +31,7 @@ struct nt_op_div { template <typename C> NT_HD C operator()(C a, C b) const { re
 struct nt_op_pow { template <typename C> NT_HD C operator()(C a, C b) const { return nt_pow(a, b); } };  // floats only
 struct nt_op_remainder { template <typename C> NT_HD C operator()(C a, C b) const { return nt_remainder(a, b); } };
 struct nt_op_fmod { template <typename C> NT_HD C operator()(C a, C b) const { return nt_fmod(a, b); } };
+struct nt_op_relu_grad { template <typename C> NT_HD C operator()(C a, C b) const { return b <= (C)0 ? (C)0 : a; } };
 struct nt_op_maximum {
     template <typename C> NT_HD C operator()(C a, C b) const {
         if (a != a) return a;
