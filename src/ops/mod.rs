@@ -372,6 +372,27 @@ pub(crate) fn binary_<E: Element, B: Element, P: Element>(
     )
 }
 
+/// An error naming `op` unless the gradient `g` has the shape of the output `y` it belongs to
+/// (the backends' one-pass gradients take both at one shape).
+pub(crate) fn check_gradient_shape<A: Element, B: Element>(
+    op: &'static str,
+    y: &DynTensor<A>,
+    g: &DynTensor<B>,
+) -> Result<()> {
+    if y.shape() == g.shape() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::ShapeMismatch,
+        op,
+        format!(
+            "the gradient's shape {:?} differs from the output's {:?}",
+            g.shape(),
+            y.shape()
+        ),
+    ))
+}
+
 /// Whether any element of `t` is zero.
 pub(crate) fn any_zero<E: Element>(op: &'static str, t: &DynTensor<E>) -> Result<bool> {
     any_true(op, &test(op, TestOp::Zero, t)?)

@@ -76,17 +76,7 @@ pub(crate) fn normalize_backward<E: Float>(
     dim: usize,
     center: bool,
 ) -> Result<DynTensor<E>> {
-    if y.shape() != g.shape() {
-        return Err(crate::error::Error::new(
-            crate::error::ErrorKind::ShapeMismatch,
-            op,
-            format!(
-                "the gradient's shape {:?} differs from the output's {:?}",
-                g.shape(),
-                y.shape()
-            ),
-        ));
-    }
+    super::check_gradient_shape(op, y, g)?;
     let (ly, lg, lr) = (y.layout(), g.layout(), rstd.layout());
     let (sy, sg, sr) = (y.storage(), g.storage(), rstd.storage());
     let buf = dispatch::normalize_backward(op, sy, ly, sg, lg, sr, lr, dim, center)?;

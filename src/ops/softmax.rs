@@ -42,17 +42,7 @@ pub(crate) fn softmax_backward<E: Element>(
     } else {
         "softmax_backward"
     };
-    if y.shape() != g.shape() {
-        return Err(crate::error::Error::new(
-            crate::error::ErrorKind::ShapeMismatch,
-            op,
-            format!(
-                "the gradient's shape {:?} differs from the output's {:?}",
-                g.shape(),
-                y.shape()
-            ),
-        ));
-    }
+    super::check_gradient_shape(op, y, g)?;
     let buf =
         dispatch::softmax_backward(op, y.storage(), y.layout(), g.storage(), g.layout(), d, log)?;
     DynTensor::from_contiguous_buffer(buf, y.shape())

@@ -753,32 +753,47 @@ namedtensor::dims! { NormA, NormB, NormC, NormD }
 /// `LayerNorm` (`center`) or `RmsNorm` along dim `d` of a rank-3 tensor, with random weight
 /// and bias, as a function of the positional input.
 fn norm_along(d: usize, center: bool, size: usize, seed: u64) -> impl Fn(&T) -> T {
-    use namedtensor::nn::{LayerNorm, RmsNorm};
     let w = DynTensor::from_vec(positive(size, seed + 7), &[size]);
     let b = DynTensor::from_vec(values(size, seed + 8), &[size]);
-    move |x: &T| {
-        let x = x.shallow_clone().refine_names::<(NormA, NormB, NormC)>();
-        macro_rules! apply {
-            ($dim:ty) => {
-                if center {
-                    let mut n = LayerNorm::<$dim, f64>::new(size);
+    move |x: &T| norm_with(x, d, center, Some((&w, &b)))
+}
+
+/// `LayerNorm` (`center`, weight and bias `affine`) or `RmsNorm` (weight `affine.0`) along
+/// dim `d` of a rank-3 tensor; without `affine` the layers' initial parameters (ones and
+/// zeros: the normalisation alone).
+fn norm_with<E: namedtensor::Float>(
+    x: &DynTensor<E>,
+    d: usize,
+    center: bool,
+    affine: Option<(&DynTensor<E>, &DynTensor<E>)>,
+) -> DynTensor<E> {
+    use namedtensor::nn::{LayerNorm, RmsNorm};
+    let x = x.shallow_clone().refine_names::<(NormA, NormB, NormC)>();
+    let size = x.as_dyn().shape()[d];
+    macro_rules! apply {
+        ($dim:ty) => {
+            if center {
+                let mut n = LayerNorm::<$dim, E>::new(size);
+                if let Some((w, b)) = affine {
                     (n.weight, n.bias) = (
                         w.shallow_clone().refine_names(),
                         b.shallow_clone().refine_names(),
                     );
-                    n.forward(&x).into_dyn()
-                } else {
-                    let mut n = RmsNorm::<$dim, f64>::new(size);
-                    n.weight = w.shallow_clone().refine_names();
-                    n.forward(&x).into_dyn()
                 }
-            };
-        }
-        match d {
-            0 => apply!(NormA),
-            1 => apply!(NormB),
-            _ => apply!(NormC),
-        }
+                n.forward(&x).into_dyn()
+            } else {
+                let mut n = RmsNorm::<$dim, E>::new(size);
+                if let Some((w, _)) = affine {
+                    n.weight = w.shallow_clone().refine_names();
+                }
+                n.forward(&x).into_dyn()
+            }
+        };
+    }
+    match d {
+        0 => apply!(NormA),
+        1 => apply!(NormB),
+        _ => apply!(NormC),
     }
 }
 
@@ -1047,28 +1062,6 @@ fn window_op_gradients_match_finite_differences() {
     }
 }
 
-/// `LayerNorm` (`center`) or `RmsNorm` with their initial affine parameters (weight ones,
-/// bias zeros: the identity) along dim `d` of a rank-3 tensor: the normalisation alone.
-fn plain_norm<E: namedtensor::Float>(x: &DynTensor<E>, d: usize, center: bool) -> DynTensor<E> {
-    use namedtensor::nn::{LayerNorm, RmsNorm};
-    let x = x.shallow_clone().refine_names::<(NormA, NormB, NormC)>();
-    let size = x.as_dyn().shape()[d];
-    macro_rules! apply {
-        ($dim:ty) => {
-            if center {
-                LayerNorm::<$dim, E>::new(size).forward(&x).into_dyn()
-            } else {
-                RmsNorm::<$dim, E>::new(size).forward(&x).into_dyn()
-            }
-        };
-    }
-    match d {
-        0 => apply!(NormA),
-        1 => apply!(NormB),
-        _ => apply!(NormC),
-    }
-}
-
 proptest! {
     #![proptest_config(common::proptest_cases(48))]
 
@@ -1096,7 +1089,7 @@ proptest! {
             let x = common::view::<E>(&common::floats(n, seed, -3.0, 3.0), shape, kinds.0)
                 .requires_grad_(true);
             let g = common::view::<E>(&common::floats(n, seed ^ 0x5eed, -2.0, 2.0), shape, kinds.1);
-            let y = plain_norm(&x, d, center);
+            let y = norm_with(&x, d, center, None);
             y.backward_with(&g, namedtensor::autograd::BackwardOptions::default()).unwrap();
             let got_gx = common::elems_f64(&x.grad().unwrap());
             let eps = if center { 1e-5 } else { 0.5f64.powi(E::MANTISSA_DIGITS as i32 - 1) };
@@ -1137,12 +1130,12 @@ proptest! {
 fn norm_of_empty_and_single_entry_lanes() {
     let x = DynTensor::<f32>::zeros(&[2, 0, 3]).requires_grad_(true);
     for d in 0..3 {
-        let y = plain_norm(&x, d, true);
+        let y = norm_with(&x, d, true, None);
         assert_eq!(y.shape(), &[2, 0, 3]);
         y.sum().backward();
     }
     let x = DynTensor::from_vec(vec![1.5f32, -2.0, 7.0], &[3, 1, 1]).requires_grad_(true);
-    let y = plain_norm(&x, 2, true);
+    let y = norm_with(&x, 2, true, None);
     assert_eq!(y.to_vec(), vec![0.0; 3]);
     (&y * &DynTensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3, 1, 1]))
         .sum()
