@@ -77,31 +77,41 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
         M: Fn(T) -> A,
     {
         if x.len() < 2 * LANES {
-            let mut acc = [self.identity; LANES];
+            return self.lanes_in(x);
+        }
+        vectorized(
+            #[inline(always)]
+            || self.lanes_in(x),
+        )
+    }
+
+    /// [`Fold::lanes`] in the caller's instruction set: for a caller already inside
+    /// [`vectorized`] (a run of several leaves folded in one call).
+    #[inline(always)]
+    fn lanes_in<T: Copy>(&self, x: &[T]) -> Lanes<A>
+    where
+        M: Fn(T) -> A,
+    {
+        // Declared here, inside the vectorised caller: accumulators captured from outside it
+        // were kept in memory, one scalar at a time.
+        let mut acc = [self.identity; LANES];
+        if x.len() < 2 * LANES {
             for &v in x {
                 acc[0] = self.c(acc[0], (self.map)(v));
             }
             return acc;
         }
-        vectorized(
-            #[inline(always)]
-            || {
-                // Declared inside the closure: accumulators captured from outside it were kept
-                // in memory, one scalar at a time.
-                let mut acc = [self.identity; LANES];
-                let chunks = x.chunks_exact(LANES);
-                let rest = chunks.remainder();
-                for c in chunks {
-                    for l in 0..LANES {
-                        acc[l] = self.c(acc[l], (self.map)(c[l]));
-                    }
-                }
-                for (l, &v) in rest.iter().enumerate() {
-                    acc[l] = self.c(acc[l], (self.map)(v));
-                }
-                acc
-            },
-        )
+        let chunks = x.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for l in 0..LANES {
+                acc[l] = self.c(acc[l], (self.map)(c[l]));
+            }
+        }
+        for (l, &v) in rest.iter().enumerate() {
+            acc[l] = self.c(acc[l], (self.map)(v));
+        }
+        acc
     }
 
     /// Combines two lane vectors lane by lane.
@@ -230,10 +240,24 @@ fn fold_run<S: Element, T: Element, A: Copy, M: Fn(T) -> A, C: Fn(A, A) -> A>(
     stride: usize,
     fold: &Fold<A, M, C>,
 ) -> A {
-    if len <= LEAF
-        && let (Some(s), 1) = (as_type::<S, T>(src), stride)
-    {
-        return fold.leaf(&s[start..start + len]);
+    if let (Some(s), 1) = (as_type::<S, T>(src), stride) {
+        let s = &s[start..start + len];
+        if len <= LEAF {
+            return fold.leaf(s);
+        }
+        // Every leaf, the cascade and the collapse in one vectorised call, not a call per
+        // leaf with the cascade's lane additions at the baseline (the same operations in the
+        // same order).
+        return vectorized(
+            #[inline(always)]
+            || {
+                let mut cas = Cascade::new();
+                for leaf in s.chunks(LEAF) {
+                    cas.push(fold.lanes_in(leaf), &|a, b| fold.add_lanes(a, b));
+                }
+                finish_lanes(&cas, fold)
+            },
+        );
     }
     let mut cas = Cascade::new();
     push_run::<S, T, A, M, C>(&mut cas, src, start, len, stride, fold);
