@@ -26,9 +26,16 @@ pub(crate) fn normalized<E: Float>(
     let Some(dim) = single_dim(mask) else {
         return normalized_by_ops(x, mask, eps, center);
     };
-    let (y, r) = dispatch::normalize(op, x.storage(), x.layout(), dim, eps, center)?;
     let mut reduced = x.shape().to_vec();
     reduced[dim] = 1;
+    if x.shape()[dim] == 0 {
+        // Lanes of nothing: no output, and NaN for each lane's `rstd` (the mean of nothing).
+        return Ok((
+            DynTensor::full_on(x.shape(), E::ZERO, x.device())?,
+            DynTensor::full_on(&reduced, E::from_f64(f64::NAN), x.device())?,
+        ));
+    }
+    let (y, r) = dispatch::normalize(op, x.storage(), x.layout(), dim, eps, center)?;
     Ok((
         DynTensor::from_contiguous_buffer(y, x.shape())?,
         DynTensor::from_contiguous_buffer(r, &reduced)?,

@@ -241,8 +241,9 @@ pub trait Backend {
     /// per lane `y = (x − mean(x)) · r` with `r = 1 / sqrt(mean((x − mean(x))²) + eps)` (the
     /// biased variance), or without `center` `y = x · r` with `r = 1 / sqrt(mean(x²) + eps)`.
     /// Returns `y`, contiguous in the layout's sizes, and `r`, contiguous in those sizes
-    /// with `dim`'s set to 1 (a lane of size 0 gives NaN). The kernel of layer norm and RMS
-    /// norm: one read for each moment and one write, where the composite took seven passes.
+    /// with `dim`'s set to 1. `dim` has entries (else an error: the caller gives lanes of
+    /// nothing their NaN). The kernel of layer norm and RMS norm: one read for each moment
+    /// and one write, where the composite took seven passes.
     fn normalize<E: Element>(
         op: &'static str,
         src: &Self::Buffer<E>,
@@ -474,4 +475,20 @@ pub fn check_adam_operands(
         ));
     }
     Ok(())
+}
+
+/// Checks that `dim` of `layout` has entries, as [`Backend::normalize`] requires.
+#[doc(hidden)]
+pub fn check_lanes_have_entries(op: &'static str, layout: &Layout, dim: usize) -> Result<()> {
+    if layout.sizes().get(dim) != Some(&0) {
+        return Ok(());
+    }
+    Err(crate::error::Error::new(
+        crate::error::ErrorKind::InvalidArgument,
+        op,
+        format!(
+            "normalisation along dim {dim} of size 0 in {:?}",
+            layout.sizes()
+        ),
+    ))
 }

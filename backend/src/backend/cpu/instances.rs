@@ -35,7 +35,7 @@ use super::shape::{flip_to_vec, mask_triangle};
 use super::words;
 use crate::backend::device::Device;
 use crate::backend::op::{AdamStep, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp};
-use crate::backend::{Backend, check_adam_operands};
+use crate::backend::{Backend, check_adam_operands, check_lanes_have_entries};
 use crate::dtype::{DType, Element, Kernel};
 use crate::error::Result;
 use crate::layout::{Layout, Window2d};
@@ -722,6 +722,7 @@ impl Backend for Cpu {
         eps: f64,
         center: bool,
     ) -> Result<(Vec<E>, Vec<E>)> {
+        check_lanes_have_entries(op, layout, dim)?;
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => {
             let (y, r) = T::normalize(retype(src), layout, dim, eps, center);

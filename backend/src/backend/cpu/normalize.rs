@@ -17,7 +17,7 @@
 //!   the split across the pool is by whole slabs, so results do not depend on the threads.
 
 use super::convert::vec_into;
-use super::parallel::{for_each_with_caller, task_count};
+use super::parallel::for_each_unit_run_pair;
 use super::pool::take as take_buffer;
 use super::scan::{ROW_LANES, around, contiguous, fold_lanes, for_each_slabs, reduce_lanes};
 use super::vmath::vectorized;
@@ -28,8 +28,8 @@ use std::mem::MaybeUninit;
 /// Lanes per column block when `inner > 1`.
 const COLS: usize = 64;
 
-/// The forward pass on the CPU: `(y, r)` for `layout` over `src` normalised along `dim`,
-/// computed in `T`. `y` is row-major in the layout's sizes; `r` holds one entry per lane,
+/// The forward pass on the CPU: `(y, r)` for `layout` over `src` normalised along `dim` (of
+/// size > 0), computed in `T`. `y` is row-major in the layout's sizes; `r` holds one entry per lane,
 /// row-major in the sizes with `dim`'s set to 1.
 pub fn normalize_op<E: Element, T: NativeFloat>(
     src: &[E],
@@ -42,32 +42,18 @@ pub fn normalize_op<E: Element, T: NativeFloat>(
     let x = contiguous::<E, T>(src, layout);
     let len = x.len();
     if len == 0 {
-        // No lanes, or lanes of nothing (`n == 0`), whose mean is NaN as `mean` gives.
-        let others = layout.sizes().iter().enumerate().filter(|&(i, _)| i != dim);
-        let lanes = if n == 0 {
-            others.map(|(_, &s)| s).product()
-        } else {
-            0
-        };
-        return (Vec::new(), vec_into(vec![T::c(f64::NAN); lanes]));
+        // No lanes (`n > 0`: the caller checked).
+        return (Vec::new(), Vec::new());
     }
     let lanes = len / n;
     let mut y = take_buffer::<T>(len);
     let mut r = take_buffer::<T>(lanes);
     let eps = T::c(eps);
-    let slabs = lanes / inner;
-    let (slab, tasks) = (n * inner, task_count(len, 1 << 14).min(slabs).max(1));
-    let per = slabs.div_ceil(tasks).max(1);
-    let (ys, rs) = (
-        &mut y.spare_capacity_mut()[..len],
-        &mut r.spare_capacity_mut()[..lanes],
-    );
-    let items = ys
-        .chunks_mut(per * slab)
-        .zip(rs.chunks_mut(per * inner))
-        .enumerate();
-    for_each_with_caller(items, |(t, (yd, rd))| {
-        let xs = &x[t * per * slab..t * per * slab + yd.len()];
+    let slab = n * inner;
+    let ys = &mut y.spare_capacity_mut()[..len];
+    let rs = &mut r.spare_capacity_mut()[..lanes];
+    for_each_unit_run_pair(ys, slab, rs, inner, |slabs, yd, rd| {
+        let xs = &x[slabs.start * slab..][..yd.len()];
         vectorized(
             #[inline(always)]
             || {

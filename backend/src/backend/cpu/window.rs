@@ -11,7 +11,7 @@
 //!   element sums its contributions in `(a, b)` order, as the CUDA kernel (one thread per
 //!   element, looping over `(a, b)`) does: both backends round the same sums.
 
-use super::parallel::{for_each_row_chunk, for_each_with_caller, task_count};
+use super::parallel::{for_each_row_chunk, for_each_unit_run_pair};
 use super::pool::take as take_buffer;
 use super::select::unravel;
 use super::vmath::vectorized;
@@ -383,11 +383,9 @@ pub fn max_pool2d<E: Kernel + Element>(
     let mut taps = take_buffer::<i64>(n);
     if n > 0 {
         let (_, col_in) = inside_ranges(window, (h, w), (oh, ow));
-        let per = leads.div_ceil(task_count(n, 1 << 14).min(leads));
-        let chunks = values.spare_capacity_mut()[..n].chunks_mut(per * plane);
-        let chunks = chunks.zip(taps.spare_capacity_mut()[..n].chunks_mut(per * plane));
-        for_each_with_caller(chunks.enumerate(), |(t, (vs, ts))| {
-            let range = t * per..t * per + vs.len() / plane;
+        let vs = &mut values.spare_capacity_mut()[..n];
+        let ts = &mut taps.spare_capacity_mut()[..n];
+        for_each_unit_run_pair(vs, plane, ts, plane, |range, vs, ts| {
             if halving {
                 // 2×2 windows at stride 2 over contiguous rows (the usual pooling): each
                 // output row reads two input rows, in one vectorised loop.

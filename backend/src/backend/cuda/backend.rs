@@ -24,7 +24,7 @@ use super::kernels::Supports;
 use super::{CudaBuffer, blas, compute};
 use crate::backend::device::Device;
 use crate::backend::op::{AdamStep, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
-use crate::backend::{Backend, check_adam_operands};
+use crate::backend::{Backend, check_adam_operands, check_lanes_have_entries};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, Window2d};
@@ -563,14 +563,7 @@ impl Backend for Cuda {
         eps: f64,
         center: bool,
     ) -> Result<(CudaBuffer, CudaBuffer)> {
-        if layout.sizes().get(dim) == Some(&0) {
-            // Lanes of nothing: no output, and NaN for each lane's `r` (the mean of nothing).
-            let others = layout.sizes().iter().enumerate().filter(|&(i, _)| i != dim);
-            let lanes = others.map(|(_, &s)| s).product();
-            let dev = src.cuda_device();
-            let y = CudaBuffer::alloc(op, dev, E::DTYPE, 0)?;
-            return Ok((y, full_on(op, dev, lanes, E::from_f64(f64::NAN))?));
-        }
+        check_lanes_have_entries(op, layout, dim)?;
         let [y, r] = along_last_dim_n::<E, 2>(op, &[layout], dim, [false, true], |l| {
             let (y, r) = compute::normalize(op, src, &l[0], eps, center)?;
             Ok([y, r])

@@ -212,6 +212,29 @@ fn split_in_ranges(n: usize, tasks: usize, align: usize, f: &(dyn Fn(usize, Rang
     on_pool(tasks, run);
 }
 
+/// Splits `a` and `b`, which hold the same number of units of `a_unit` and `b_unit` elements
+/// (both > 0), into runs of whole units and calls `f(units, a_run, b_run)` on each, in
+/// parallel when `a` is large enough ([`task_count`]): kernels with two outputs per unit (a
+/// pooling window's value and tap, a normalised lane and its statistic).
+pub fn for_each_unit_run_pair<A: Send, B: Send>(
+    a: &mut [A],
+    a_unit: usize,
+    b: &mut [B],
+    b_unit: usize,
+    f: impl Fn(Range<usize>, &mut [A], &mut [B]) + Sync,
+) {
+    let units = a.len() / a_unit;
+    debug_assert_eq!(b.len(), units * b_unit);
+    if units == 0 {
+        return;
+    }
+    let per = units.div_ceil(task_count(a.len(), 1 << 14).min(units));
+    let runs = a.chunks_mut(per * a_unit).zip(b.chunks_mut(per * b_unit));
+    for_each_with_caller(runs.enumerate(), |(t, (a, b))| {
+        f(t * per..t * per + a.len() / a_unit, a, b)
+    });
+}
+
 /// Calls `f` on every item, on the pool when there are several, with the calling thread taking
 /// part instead of sleeping until the pool is done. The caller counts as one of the pool's
 /// threads: it asks `min(threads, items) − 1` workers to help, and it and they claim items
@@ -423,6 +446,17 @@ mod tests {
                 }
             });
             assert!(check(&v[..rows * 7]), "for_each_row_chunk");
+            let (mut a, mut b) = (vec![0usize; rows * 7], vec![0usize; rows * 2]);
+            for_each_unit_run_pair(&mut a, 7, &mut b, 2, |units, a, b| {
+                assert_eq!((a.len(), b.len()), (units.len() * 7, units.len() * 2));
+                for (x, i) in a.iter_mut().zip(units.start * 7..) {
+                    *x += i + 1;
+                }
+                for (x, i) in b.iter_mut().zip(units.start * 2..) {
+                    *x += i + 1;
+                }
+            });
+            assert!(check(&a) && check(&b), "for_each_unit_run_pair");
             let seen: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
             for_each_split(n, 11, 8, |_, range| {
                 for i in range {
