@@ -765,6 +765,30 @@ mod unfold_prop {
                 }
             }
         }
+
+        /// `fold2d` of stride-1 windows as wide as the input (a "same" convolution's input
+        /// gradient, folded a tap's rows at a time with the outside columns masked) against
+        /// the same values laid out column-major (folded entry by entry): bitwise equal on
+        /// random values, whose sums round, in f32 and bf16; so both paths add each element's
+        /// taps in the same order.
+        #[test]
+        fn fold2d_of_same_width_windows_matches_the_strided_path(
+            lead in proptest::collection::vec(1usize..4, 0..3), h in 1usize..20, w in 1usize..20,
+            kh in 1usize..5, half_kw in 0usize..3, ph in 0usize..3, dh in 1usize..3, dw in 1usize..3,
+            seed in 0u64..1000,
+        ) {
+            let (kw, pw) = (2 * half_kw + 1, dw * half_kw);
+            let win = Window2d { kernel: (kh, kw), stride: (1, 1), padding: (ph, pw), dilation: (dh, dw) };
+            let Ok((oh, ow)) = win.output_size(h, w) else { return Ok(()) };
+            prop_assert_eq!(ow, w);
+            let mut shape = lead.clone();
+            shape.extend([kh, kw, oh, ow]);
+            let cols = DynTensor::<f32>::randn(&shape, seed);
+            let strided = cols.transpose(-1, -2).contiguous().transpose(-1, -2);
+            prop_assert_eq!(cols.fold2d(win, (h, w)).to_vec(), strided.fold2d(win, (h, w)).to_vec());
+            let (cb, sb) = (cols.to_dtype::<namedtensor::bf16>(), strided.to_dtype::<namedtensor::bf16>());
+            prop_assert_eq!(cb.fold2d(win, (h, w)).to_vec(), sb.fold2d(win, (h, w)).to_vec());
+        }
     }
 }
 

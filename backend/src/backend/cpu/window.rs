@@ -224,17 +224,28 @@ pub fn fold2d<E: Kernel + Element>(
         && window.padding == (0, 0)
         && window.dilation == (1, 1)
         && winners.is_some_and(|(_, lw)| lw.strides()[lw.rank() - 1] == 1);
+    // Stride 1 without winners over planes of the input's width whose rows are along memory
+    // ("same" convolutions): a tap's rows are one run of the plane shifted by a constant,
+    // added at once with the columns outside the tap's inside range masked out.
+    let flat = winners.is_none() && (sh, sw, sj, si) == (1, 1, 1, ow) && ow == w;
+    // For each tap column `b` whose inside range is not every column: whether each plane
+    // position's column is inside it.
+    let masks: Vec<Option<Vec<bool>>> = col_in
+        .iter()
+        .map(|js| {
+            (flat && *js != (0..ow)).then(|| (0..oh * ow).map(|p| js.contains(&(p % ow))).collect())
+        })
+        .collect();
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         leads,
         plane,
         move |range, chunk| {
-            let mut acc = vec![<E::Compute as Element>::ZERO; plane];
+            let mut acc = vec![<E::Compute as Element>::ZERO; if halving { 0 } else { plane }];
             // The gradient's rows at the four taps, gathered where they are not along memory
             // (a broadcast gradient).
             let mut rows = vec![E::ZERO; if halving && sj != 1 { 4 * ow } else { 0 }];
             for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
-                acc.fill(<E::Compute as Element>::ZERO);
                 let base = lead_base(layout, lead_sizes, lead_strides, l);
                 let win = winners.map(|(idx, lw)| {
                     let rw = lw.rank();
@@ -271,6 +282,55 @@ pub fn fold2d<E: Kernel + Element>(
                             }
                             for d in rest {
                                 d.write(E::ZERO);
+                            }
+                        },
+                    );
+                    continue;
+                }
+                acc.fill(<E::Compute as Element>::ZERO);
+                if flat {
+                    vectorized(
+                        #[inline(always)]
+                        || {
+                            for (a, rows) in row_in.iter().enumerate() {
+                                for (b, (js, mask)) in col_in.iter().zip(&masks).enumerate() {
+                                    if rows.is_empty() || js.is_empty() {
+                                        continue;
+                                    }
+                                    // Plane positions `lo..hi` run from the first inside entry
+                                    // of the first inside row to the last of the last; with
+                                    // `ow == w`, position `p` adds into input element
+                                    // `to + p − lo`, inside the plane for every `p` in between
+                                    // (masked where its column is outside).
+                                    let lo = rows.start * ow + js.start;
+                                    let hi = (rows.end - 1) * ow + js.end;
+                                    let to =
+                                        (rows.start + a * dh - ph) * w + js.start + b * dw - pw;
+                                    let sum = &mut acc[to..to + (hi - lo)];
+                                    let from = base + a * sa + b * sb + lo;
+                                    let src = &cols[from..from + (hi - lo)];
+                                    match mask {
+                                        None => {
+                                            for (d, &v) in sum.iter_mut().zip(src) {
+                                                *d = d.nadd(cast::<E, E::Compute>(v));
+                                            }
+                                        }
+                                        Some(mask) => {
+                                            // Zero for the outside columns: exact, as in the
+                                            // winners' case below.
+                                            let zero = <E::Compute as Element>::ZERO;
+                                            let m = &mask[lo..hi];
+                                            for ((d, &v), &inside) in sum.iter_mut().zip(src).zip(m)
+                                            {
+                                                let v = cast::<E, E::Compute>(v);
+                                                *d = d.nadd(select_unpredictable(inside, v, zero));
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                            for (d, &v) in dst.iter_mut().zip(&acc) {
+                                d.write(cast::<E::Compute, E>(v));
                             }
                         },
                     );
