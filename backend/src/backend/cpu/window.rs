@@ -13,7 +13,6 @@
 
 use super::parallel::{for_each_row_chunk, for_each_unit_run_pair};
 use super::pool::take as take_buffer;
-use super::select::unravel;
 use super::vmath::vectorized;
 use crate::dtype::{Element, Kernel, Native, cast};
 use crate::layout::{Layout, Window2d};
@@ -53,9 +52,59 @@ impl<'a> Input<'a> {
     }
 }
 
-/// The storage position of leading position `l` of `layout`.
-fn lead_base(layout: &Layout, sizes: &[usize], strides: &[usize], l: usize) -> usize {
-    layout.offset() + unravel(l, sizes, strides)
+/// Consecutive leading positions of `N` layouts that share their leading sizes, counted like
+/// an odometer: each layout's storage position at the current position, from one division
+/// per dim at the start and none after it (a plane of 8×8 costs about as much as the two
+/// divisions per dim of decoding its position afresh).
+struct LeadWalk<'a, const N: usize> {
+    sizes: &'a [usize],
+    strides: [&'a [usize]; N],
+    index: Vec<usize>,
+    bases: [usize; N],
+}
+
+impl<'a, const N: usize> LeadWalk<'a, N> {
+    /// At leading position `l` (at most the number of positions) of layouts whose leading
+    /// strides are `strides` and storage offsets `offsets`.
+    fn at(sizes: &'a [usize], strides: [&'a [usize]; N], offsets: [usize; N], l: usize) -> Self {
+        let mut index = vec![0; sizes.len()];
+        let mut rest = l;
+        for (i, &size) in index.iter_mut().zip(sizes).rev() {
+            *i = rest % size.max(1);
+            rest /= size.max(1);
+        }
+        let bases = std::array::from_fn(|k| {
+            let inside: usize = index.iter().zip(strides[k]).map(|(i, s)| i * s).sum();
+            offsets[k] + inside
+        });
+        LeadWalk {
+            sizes,
+            strides,
+            index,
+            bases,
+        }
+    }
+
+    /// The storage positions at the current position; then moves to the next one (past the
+    /// last, the positions are no longer meaningful, and never read).
+    fn next_bases(&mut self) -> [usize; N] {
+        let current = self.bases;
+        for d in (0..self.sizes.len()).rev() {
+            self.index[d] += 1;
+            for k in 0..N {
+                self.bases[k] = self.bases[k].wrapping_add(self.strides[k][d]);
+            }
+            if self.index[d] < self.sizes[d] || d == 0 {
+                break;
+            }
+            self.index[d] = 0;
+            for k in 0..N {
+                let span = self.sizes[d] * self.strides[k][d];
+                self.bases[k] = self.bases[k].wrapping_sub(span);
+            }
+        }
+        current
+    }
 }
 
 /// The input `[lead…, H, W]` of `layout` over `src` seen through `window`: row-major
@@ -93,10 +142,11 @@ pub fn unfold2d<W: Copy + Send + Sync>(
         plane,
         move |range, chunk| {
             // Plane `p` is tap `(a, b)` of leading position `l`, `p = (l·KH + a)·KW + b`:
-            // decoded once, then counted (no divisions, one `lead_base` per position).
-            let (mut l, tap) = (range.start / (kh * kw), range.start % (kh * kw));
+            // decoded once, then counted (no divisions).
+            let (l, tap) = (range.start / (kh * kw), range.start % (kh * kw));
             let (mut a, mut b) = (tap / kw, tap % kw);
-            let mut base = lead_base(layout, lead_sizes, lead_strides, l);
+            let mut walk = LeadWalk::at(lead_sizes, [lead_strides], [layout.offset()], l);
+            let [mut base] = walk.next_bases();
             for dst in chunk.chunks_mut(plane) {
                 let (a, b, base) = {
                     let current = (a, b, base);
@@ -104,10 +154,8 @@ pub fn unfold2d<W: Copy + Send + Sync>(
                     if b == kw {
                         (a, b) = (a + 1, 0);
                         if a == kh {
-                            (l, a) = (l + 1, 0);
-                            if l < leads {
-                                base = lead_base(layout, lead_sizes, lead_strides, l);
-                            }
+                            a = 0;
+                            [base] = walk.next_bases();
                         }
                     }
                     current
@@ -245,22 +293,27 @@ pub fn fold2d<E: Kernel + Element>(
             // The gradient's rows at the four taps, gathered where they are not along memory
             // (a broadcast gradient).
             let mut rows = vec![E::ZERO; if halving && sj != 1 { 4 * ow } else { 0 }];
-            for (l, dst) in range.zip(chunk.chunks_mut(plane)) {
-                let base = lead_base(layout, lead_sizes, lead_strides, l);
-                let win = winners.map(|(idx, lw)| {
-                    let rw = lw.rank();
-                    let s = lw.strides();
-                    (
-                        idx,
-                        lead_base(lw, lead_sizes, &s[..rw - 2], l),
-                        s[rw - 2],
-                        s[rw - 1],
-                    )
-                });
-                if let Some((idx, wb, wi, _)) = win.filter(|_| halving) {
-                    vectorized(
-                        #[inline(always)]
-                        || {
+            // The cols' and the winners' storage positions of each leading position.
+            let (win_strides, win_offset) = winners.map_or((lead_strides, 0), |(_, lw)| {
+                (&lw.strides()[..lw.rank() - 2], lw.offset())
+            });
+            let mut walk = LeadWalk::at(
+                lead_sizes,
+                [lead_strides, win_strides],
+                [layout.offset(), win_offset],
+                range.start,
+            );
+            let win = winners.map(|(idx, lw)| {
+                let s = &lw.strides()[lw.rank() - 2..];
+                (idx, s[0], s[1])
+            });
+            if let Some((idx, wi, _)) = win.filter(|_| halving) {
+                // Every plane of the chunk in one vectorised call.
+                return vectorized(
+                    #[inline(always)]
+                    || {
+                        for dst in chunk.chunks_mut(plane) {
+                            let [base, wb] = walk.next_bases();
                             let start =
                                 |i: usize, t: usize| base + (t / 2) * sa + (t % 2) * sb + i * si;
                             let (covered, rest) = dst.split_at_mut(2 * oh * w);
@@ -268,8 +321,8 @@ pub fn fold2d<E: Kernel + Element>(
                                 let (top, bottom) = out.split_at_mut(w);
                                 let won = &idx[wb + i * wi..][..ow];
                                 if sj == 1 {
-                                    let g = [0, 1, 2, 3].map(|t| &cols[start(i, t)..][..ow]);
-                                    unpool_halving_row(won, g, top, bottom);
+                                    let g = |t| &cols[start(i, t)..][..ow];
+                                    unpool_halving_row(won, [g(0), g(1), g(2), g(3)], top, bottom);
                                     continue;
                                 }
                                 for (t, row) in rows.chunks_exact_mut(ow).enumerate() {
@@ -277,16 +330,19 @@ pub fn fold2d<E: Kernel + Element>(
                                         *r = cols[start(i, t) + j * sj];
                                     }
                                 }
-                                let g = [0, 1, 2, 3].map(|t| &rows[t * ow..][..ow]);
-                                unpool_halving_row(won, g, top, bottom);
+                                let g = |t| &rows[t * ow..][..ow];
+                                unpool_halving_row(won, [g(0), g(1), g(2), g(3)], top, bottom);
                             }
                             for d in rest {
                                 d.write(E::ZERO);
                             }
-                        },
-                    );
-                    continue;
-                }
+                        }
+                    },
+                );
+            }
+            for dst in chunk.chunks_mut(plane) {
+                let [base, wb] = walk.next_bases();
+                let win = win.map(|(idx, wi, wj)| (idx, wb, wi, wj));
                 acc.fill(<E::Compute as Element>::ZERO);
                 if flat {
                     vectorized(
@@ -456,9 +512,15 @@ pub fn max_pool2d<E: Kernel + Element>(
                 return vectorized(
                     #[inline(always)]
                     || {
+                        let mut walk = LeadWalk::at(
+                            lead_sizes,
+                            [lead_strides],
+                            [layout.offset()],
+                            range.start,
+                        );
                         let planes = vs.chunks_exact_mut(plane).zip(ts.chunks_exact_mut(plane));
-                        for (l, (vs, ts)) in range.zip(planes) {
-                            let base = lead_base(layout, lead_sizes, lead_strides, l);
+                        for (vs, ts) in planes {
+                            let [base] = walk.next_bases();
                             let row = |i: usize| &src[base + i * hs..][..2 * ow];
                             if short {
                                 tops.clear();
@@ -484,9 +546,10 @@ pub fn max_pool2d<E: Kernel + Element>(
             let mut best = vec![<E::Compute as Native>::LOWEST; ow];
             let mut at = vec![0i64; ow];
             let mut xs = vec![<E::Compute as Native>::LOWEST; ow];
+            let mut walk = LeadWalk::at(lead_sizes, [lead_strides], [layout.offset()], range.start);
             let planes = vs.chunks_mut(plane).zip(ts.chunks_mut(plane));
-            for (l, (vs, ts)) in range.zip(planes) {
-                let base = lead_base(layout, lead_sizes, lead_strides, l);
+            for (vs, ts) in planes {
+                let [base] = walk.next_bases();
                 if unpadded {
                     // Every tap of every window lies inside the input: one window at a
                     // time, its best tap kept in registers.
