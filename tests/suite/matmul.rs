@@ -235,6 +235,40 @@ fn large_and_many_products_on_strided_operands() {
     }
 }
 
+proptest! {
+    #![proptest_config(common::proptest_cases(48))]
+
+    /// Products whose operands both run along a long contraction with few outputs (A's rows
+    /// and B's columns contiguous, k ≥ 256, at most 64² outputs: a convolution's weight
+    /// gradient, which the CPU computes as unpacked dot products where it has AVX-512),
+    /// exactly: contractions that are not a multiple of the vector width, blocks cut at the
+    /// last row and column, an offset left operand, a batch-shared right one, bands of rows
+    /// split between two threads.
+    #[test]
+    fn long_contractions_with_few_outputs(
+        batch in 1usize..4, m in 1usize..70, n in 1usize..70, k in 256usize..700,
+        offset in 0usize..3, shared in any::<bool>(), threads in 1usize..3, seed in 0u64..1000,
+    ) {
+        prop_assume!(m * n <= 64 * 64);
+        namedtensor::set_num_threads(threads);
+        let rows = batch * m + offset;
+        let a = DynTensor::<f32>::from_vec(values(rows * k, seed), &[rows, k])
+            .narrow(0, offset as isize, batch * m)
+            .reshape(&[batch as isize, m as isize, k as isize]);
+        let b_batch = if shared { 1 } else { batch };
+        let b = DynTensor::<f32>::from_vec(values(b_batch * n * k, seed + 1), &[b_batch, n, k])
+            .transpose(1, 2)
+            .expand(&[batch as isize, k as isize, n as isize]);
+        check_exact(&a, &b);
+        // The weight gradient's form: a batch of products summed, through autograd.
+        let w = DynTensor::<f32>::from_vec(values(m * k, seed + 2), &[m, k]).requires_grad_(true);
+        let g = DynTensor::<f32>::from_vec(values(m * n, seed + 3), &[m, n]);
+        (&w.matmul(&b.select(0, 0)) * &g).sum().backward();
+        let want = g.matmul(&b.select(0, 0).t());
+        prop_assert_eq!(w.grad().unwrap().to_vec(), want.to_vec());
+    }
+}
+
 #[test]
 fn stride_zero_batches_give_the_product_of_the_repeated_matrix() {
     // candle #3744: a batch expanded from one matrix must give that matrix's product in every

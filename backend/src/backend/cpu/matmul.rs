@@ -7,10 +7,14 @@
 //! dim (stride 0) simply repeats an offset. The outputs are written one after the other,
 //! row-major, into a fresh buffer.
 //!
-//! `f32`, `f64` and `f16` go to the `gemm` crate; integers to a blocked loop accumulating in
+//! `f32`, `f64` and `f16` go to the `gemm` crate (except `f32` products whose operands both
+//! run along a long contraction with few outputs, which [`super::dot_products`] computes
+//! unpacked on AVX-512 machines); integers to a blocked loop accumulating in
 //! `i64` with wrapping arithmetic (the same result as wrapping arithmetic in the element type,
 //! since every integer type's arithmetic is `i64`'s modulo its width).
 
+use super::convert::{as_type, as_type_mut};
+use super::dot_products;
 use super::elementwise::map_new;
 use super::parallel::{for_each_row_chunk, for_each_with_caller, pool};
 use super::pool::take as take_buffer;
@@ -280,12 +284,23 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
             )
         }
     };
+    // Both operands along a long contraction with a short side: dot products, unpacked.
+    let dots = E::DTYPE == DType::F32 && dot_products::eligible(m, n, k, p.a_strides, p.b_strides);
     let product = |dst: &mut [MaybeUninit<E>],
                    [oa, ob]: [usize; 2],
                    row0: usize,
                    parallelism: Parallelism| {
         let rows = dst.len() / n;
         debug_assert!(row0 + rows <= m);
+        if let (true, Some(a), Some(b), Some(dst)) = (
+            dots,
+            as_type::<E, f32>(a),
+            as_type::<E, f32>(b),
+            as_type_mut::<MaybeUninit<E>, MaybeUninit<f32>>(dst),
+        ) {
+            let (a_row, b_col) = (p.a_strides[0], p.b_strides[1]);
+            return dot_products::products(a, [oa, a_row], b, [ob, b_col], [row0, n, k], dst);
+        }
         let first = oa + row0 * p.a_strides[0];
         if gathers_left_rows::<E>(rows, n, k, p.a_strides[1], parallelism) {
             with_scratch::<E, _>(rows * k, |copy| {
@@ -302,7 +317,8 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
     let total_rows = batches * m;
     let parallel = threads > 1
         && p.work().saturating_mul(batches) >= gemm_common::gemm::get_threading_threshold();
-    if parallel && (p.work() >= BAND_MAX_WORK || total_rows < threads * BAND_ROW_ALIGN) {
+    // (Dot products always go in bands: their kernel has no threads of its own.)
+    if parallel && !dots && (p.work() >= BAND_MAX_WORK || total_rows < threads * BAND_ROW_ALIGN) {
         // gemm splits its work with rayon's `current_num_threads`/`par_iter`, so inside
         // `install` it runs on the library's pool, with the library's thread count.
         pool.install(|| {

@@ -7,6 +7,7 @@ pub use namedtensor_core::backend::cpu::{
     parallel, pointwise, pool, stream, transpose, vmath,
 };
 mod adam;
+mod dot_products;
 mod instances;
 mod matmul;
 mod normalize;
