@@ -239,14 +239,14 @@ proptest! {
     #![proptest_config(common::proptest_cases(48))]
 
     /// Products whose operands both run along a long contraction with few outputs (A's rows
-    /// and B's columns contiguous, k ≥ 256, at most 64² outputs: a convolution's weight
-    /// gradient, which the CPU computes as unpacked dot products where it has AVX-512),
-    /// exactly: contractions that are not a multiple of the vector width, blocks cut at the
+    /// and B's columns contiguous, k ≥ 256, at least 16 rows and columns, at most 64²
+    /// outputs: a convolution's weight gradient, which the CPU computes as unpacked dot
+    /// products where it has AVX-512), exactly: contractions that are not a multiple of the vector width, blocks cut at the
     /// last row and column, an offset left operand, a batch-shared right one, bands of rows
     /// split between two threads.
     #[test]
     fn long_contractions_with_few_outputs(
-        batch in 1usize..4, m in 1usize..70, n in 1usize..70, k in 256usize..700,
+        batch in 1usize..4, m in 16usize..70, n in 16usize..70, k in 256usize..700,
         offset in 0usize..3, shared in any::<bool>(), threads in 1usize..3, seed in 0u64..1000,
     ) {
         prop_assume!(m * n <= 64 * 64);

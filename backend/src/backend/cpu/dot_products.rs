@@ -11,8 +11,8 @@
 //! is bounded by its multiply-adds.
 //!
 //! # Invariants
-//! - [`eligible`] holds for the problem: `k ≥` [`MIN_K`], A's column stride and B's row stride
-//!   are 1, and the CPU has AVX-512 F (the only instruction set with a kernel here; other
+//! - [`eligible`] holds for the problem: `k ≥` [`MIN_K`], `MIN_SIDE ≤ m, n` and `m · n ≤`
+//!   [`MAX_OUTPUTS`], A's column stride and B's row stride are 1, and the CPU has AVX-512 F (the only instruction set with a kernel here; other
 //!   machines keep `gemm`);
 //! - every row of A and column of B that a block reads lies in its slice: `rows` checks the
 //!   slice lengths once per product before any unchecked load;
@@ -32,6 +32,11 @@ pub const MIN_K: usize = 256;
 /// over 256 0.76×, 64 × 576 over 256 0.63×.)
 pub const MAX_OUTPUTS: usize = 64 * 64;
 
+/// Products with fewer rows or columns than this go to `gemm`: a block always computes four
+/// of each, so a narrower product would repeat most of its work (a matrix times a vector
+/// four times over), and `gemm` has kernels for such shapes.
+pub const MIN_SIDE: usize = 16;
+
 /// Whether the `m × n × k` product with A's (row, column) strides `a_strides` and B's
 /// `b_strides` runs here (see the module docs).
 pub fn eligible(
@@ -45,8 +50,7 @@ pub fn eligible(
         && b_strides[0] == 1
         && k >= MIN_K
         && m * n <= MAX_OUTPUTS
-        && m > 0
-        && n > 0
+        && m.min(n) >= MIN_SIDE
         && has_kernel()
 }
 
