@@ -1112,9 +1112,15 @@ proptest! {
             for (i, ((a, b), r)) in ys.zip(&scale).enumerate() {
                 prop_assert!((a - b).abs() <= tol * (1.0 + b.abs() + 3.0 * r), "{}", what("y", i, a, b));
             }
+            // The gradient's terms depend on `y` through `r · g · y`, so the mean's rounding
+            // (`3u` for |x| ≤ 3, `u` the element type's unit roundoff) reaches them scaled by
+            // `r²` (up to 4 · r² · 3u with |g|, |y| ≤ 2): a lane whose spread is near `eps`
+            // loses digits in any implementation, the composed ops included.
+            let u = 0.5f64.powi(E::MANTISSA_DIGITS as i32);
             let want = common::elems_f64(&want_gx);
             for (i, ((a, b), r)) in got_gx.into_iter().zip(want).zip(scale).enumerate() {
-                prop_assert!((a - b).abs() <= tol * (1.0 + b.abs() + 2.0 * r), "{}", what("gx", i, a, b));
+                let bound = tol * (1.0 + b.abs() + 2.0 * r) + 12.0 * r * r * u;
+                prop_assert!((a - b).abs() <= bound, "{}", what("gx", i, a, b));
             }
             Ok(())
         }
