@@ -42,8 +42,9 @@ use crate::error::{Error, Result};
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Layout {
-    sizes: Vec<usize>,
-    strides: Vec<usize>,
+    /// The sizes, then the strides (`2 · rank` entries): one allocation for both, since
+    /// nearly every op builds a layout for its result.
+    dims: Box<[usize]>,
     offset: usize,
 }
 
@@ -56,14 +57,19 @@ impl Layout {
     /// assert!(namedtensor::Layout::contiguous(&[usize::MAX, 2]).is_err());
     /// ```
     pub fn contiguous(sizes: &[usize]) -> Result<Layout> {
-        let strides = contiguous_strides(sizes).ok_or_else(|| {
+        checked_numel(sizes).ok_or_else(|| {
             Error::overflow("shape", format!("the element count of shape {sizes:?}"))
         })?;
-        Ok(Layout {
-            sizes: sizes.to_vec(),
-            strides,
-            offset: 0,
-        })
+        // `contiguous_strides`, written into the strides' half of the one allocation.
+        let r = sizes.len();
+        let mut dims = vec![0; 2 * r].into_boxed_slice();
+        dims[..r].copy_from_slice(sizes);
+        let mut acc = 1usize;
+        for d in (0..r).rev() {
+            dims[r + d] = acc;
+            acc = acc.saturating_mul(sizes[d].max(1));
+        }
+        Ok(Layout { dims, offset: 0 })
     }
 
     /// A layout from raw parts, checked for equal lengths and for overflow of the largest
@@ -85,11 +91,7 @@ impl Layout {
                 ),
             ));
         }
-        let layout = Layout {
-            sizes: sizes.to_vec(),
-            strides: strides.to_vec(),
-            offset,
-        };
+        let layout = Layout::from_slices(sizes, strides, offset);
         checked_numel(sizes)
             .ok_or_else(|| Error::overflow("as_strided", format!("shape {sizes:?}")))?;
         layout.checked_extent().ok_or_else(|| {
@@ -103,12 +105,12 @@ impl Layout {
 
     /// The size of every dim.
     pub fn sizes(&self) -> &[usize] {
-        &self.sizes
+        &self.dims[..self.dims.len() / 2]
     }
 
     /// The stride of every dim, in elements.
     pub fn strides(&self) -> &[usize] {
-        &self.strides
+        &self.dims[self.dims.len() / 2..]
     }
 
     /// The storage index of element `(0, …, 0)`.
@@ -118,13 +120,13 @@ impl Layout {
 
     /// The number of dims.
     pub fn rank(&self) -> usize {
-        self.sizes.len()
+        self.dims.len() / 2
     }
 
     /// The number of elements (1 for rank 0).
     pub fn numel(&self) -> usize {
         // Checked when the layout was built.
-        self.sizes.iter().product()
+        self.sizes().iter().product()
     }
 
     /// Whether the elements lie in row-major order without gaps (size-1 dims may have any
@@ -138,11 +140,11 @@ impl Layout {
         // An empty layout is contiguous; checking it first also keeps the running product
         // below, which is bounded by the element count, from overflowing on a huge dim of an
         // empty tensor.
-        if self.sizes.contains(&0) {
+        if self.sizes().contains(&0) {
             return true;
         }
         let mut expected = 1usize;
-        for (&size, &stride) in self.sizes.iter().zip(&self.strides).rev() {
+        for (&size, &stride) in self.sizes().iter().zip(self.strides()).rev() {
             if size != 1 {
                 if stride != expected {
                     return false;
@@ -171,8 +173,8 @@ impl Layout {
                 format!(
                     "sizes {:?} with strides {:?} and offset {} reach storage index {}, but \
                      the storage has {len} elements",
-                    self.sizes,
-                    self.strides,
+                    self.sizes(),
+                    self.strides(),
                     self.offset,
                     need - 1
                 ),
@@ -189,11 +191,11 @@ impl Layout {
     }
 
     fn checked_extent(&self) -> Option<usize> {
-        if self.sizes.contains(&0) {
+        if self.sizes().contains(&0) {
             return Some(self.offset);
         }
         let mut last = self.offset;
-        for (&size, &stride) in self.sizes.iter().zip(&self.strides) {
+        for (&size, &stride) in self.sizes().iter().zip(self.strides()) {
             last = last.checked_add((size - 1).checked_mul(stride)?)?;
         }
         last.checked_add(1)
@@ -215,14 +217,14 @@ impl Layout {
                     "{} indices given for a tensor of rank {} (shape {:?})",
                     index.len(),
                     self.rank(),
-                    self.sizes
+                    self.sizes()
                 ),
             ));
         }
         let mut pos = self.offset;
         for (d, (&i, (&size, &stride))) in index
             .iter()
-            .zip(self.sizes.iter().zip(&self.strides))
+            .zip(self.sizes().iter().zip(self.strides()))
             .enumerate()
         {
             if i >= size {
@@ -231,7 +233,7 @@ impl Layout {
                     "index",
                     format!(
                         "index {i} is out of range for dim {d} of size {size} (shape {:?})",
-                        self.sizes
+                        self.sizes()
                     ),
                 ));
             }
@@ -248,9 +250,9 @@ impl Layout {
     /// assert!(l.has_broadcast_dim());
     /// ```
     pub fn has_broadcast_dim(&self) -> bool {
-        self.sizes
+        self.sizes()
             .iter()
-            .zip(&self.strides)
+            .zip(self.strides())
             .any(|(&size, &stride)| size > 1 && stride == 0)
     }
 
@@ -272,13 +274,13 @@ impl Layout {
     /// assert!(!Layout::new(&[2, 2, 2], &[1, 2, 3], 0).unwrap().is_provably_non_overlapping());
     /// ```
     pub fn is_provably_non_overlapping(&self) -> bool {
-        if self.sizes.contains(&0) {
+        if self.sizes().contains(&0) {
             return true;
         }
         let mut dims: Vec<(usize, usize)> = self
-            .strides
+            .strides()
             .iter()
-            .zip(&self.sizes)
+            .zip(self.sizes())
             .filter(|&(_, &size)| size > 1)
             .map(|(&stride, &size)| (stride, size))
             .collect();
@@ -337,11 +339,11 @@ impl Layout {
                 }
                 d -= 1;
                 index[d] += 1;
-                pos += self.strides[d];
-                if index[d] < self.sizes[d] {
+                pos += self.strides()[d];
+                if index[d] < self.sizes()[d] {
                     break;
                 }
-                pos -= self.strides[d] * index[d];
+                pos -= self.strides()[d] * index[d];
                 index[d] = 0;
             }
         }
@@ -356,26 +358,53 @@ impl Layout {
     /// assert_eq!(wide.collapse_broadcast().sizes(), &[1, 3]);
     /// ```
     pub fn collapse_broadcast(&self) -> Layout {
-        let sizes = self
-            .sizes
-            .iter()
-            .zip(&self.strides)
-            .map(|(&size, &stride)| if stride == 0 { size.min(1) } else { size })
-            .collect();
-        Layout {
-            sizes,
-            strides: self.strides.clone(),
-            offset: self.offset,
+        let mut out = self.clone();
+        let (sizes, strides) = out.parts_mut();
+        for (size, &stride) in sizes.iter_mut().zip(strides.iter()) {
+            if stride == 0 {
+                *size = (*size).min(1);
+            }
         }
+        out
     }
 
     #[doc(hidden)]
     pub fn from_parts_unchecked(sizes: Vec<usize>, strides: Vec<usize>, offset: usize) -> Self {
         debug_assert_eq!(sizes.len(), strides.len());
+        // The sizes' allocation grown in place where the allocator can, rather than a third.
+        let mut dims = sizes;
+        dims.reserve_exact(strides.len());
+        dims.extend_from_slice(&strides);
         Layout {
-            sizes,
-            strides,
+            dims: dims.into_boxed_slice(),
             offset,
+        }
+    }
+
+    /// A layout of these parts, unchecked (the caller keeps the module's invariants).
+    pub(crate) fn from_slices(sizes: &[usize], strides: &[usize], offset: usize) -> Self {
+        debug_assert_eq!(sizes.len(), strides.len());
+        let dims = sizes.iter().chain(strides).copied().collect();
+        Layout { dims, offset }
+    }
+
+    /// The sizes and the strides, mutably (the rank stays).
+    pub(crate) fn parts_mut(&mut self) -> (&mut [usize], &mut [usize]) {
+        let r = self.rank();
+        self.dims.split_at_mut(r)
+    }
+
+    /// This layout with dim `d` removed.
+    pub(crate) fn without_dim(&self, d: usize) -> Layout {
+        let (sizes, strides) = (self.sizes(), self.strides());
+        let dims = (sizes.iter().enumerate())
+            .chain(strides.iter().enumerate())
+            .filter(|&(i, _)| i != d)
+            .map(|(_, &v)| v)
+            .collect();
+        Layout {
+            dims,
+            offset: self.offset,
         }
     }
 }
@@ -385,7 +414,9 @@ impl std::fmt::Debug for Layout {
         write!(
             f,
             "Layout {{ sizes: {:?}, strides: {:?}, offset: {} }}",
-            self.sizes, self.strides, self.offset
+            self.sizes(),
+            self.strides(),
+            self.offset
         )
     }
 }

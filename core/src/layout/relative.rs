@@ -33,7 +33,7 @@ impl Layout {
     /// ```
     pub fn relative_to(&self, base: &Layout) -> Option<Layout> {
         if self.numel() == 0 {
-            return Layout::new(&self.sizes, &vec![0; self.rank()], 0).ok();
+            return Layout::new(self.sizes(), &vec![0; self.rank()], 0).ok();
         }
         if base.numel() == 0 || !base.is_provably_non_overlapping() {
             return None;
@@ -42,14 +42,14 @@ impl Layout {
         // reshape across its dims included) is the same layout, shifted.
         if base.is_contiguous() {
             let offset = self.offset.checked_sub(base.offset)?;
-            let rel = Layout::new(&self.sizes, &self.strides, offset).ok()?;
+            let rel = Layout::new(self.sizes(), self.strides(), offset).ok()?;
             return (rel.required_storage_len() <= base.numel()).then_some(rel);
         }
-        let contiguous = contiguous_strides(&base.sizes)?;
+        let contiguous = contiguous_strides(base.sizes())?;
         // Base dims of size > 1 from the largest stride down, with their row-major strides.
         let mut dims: Vec<(usize, usize, usize)> = (0..base.rank())
-            .filter(|&d| base.sizes[d] > 1)
-            .map(|d| (base.strides[d], base.sizes[d], contiguous[d]))
+            .filter(|&d| base.sizes()[d] > 1)
+            .map(|d| (base.strides()[d], base.sizes()[d], contiguous[d]))
             .collect();
         dims.sort_unstable_by_key(|&(stride, _, _)| std::cmp::Reverse(stride));
         // The digits of a distance from the base's offset, one per entry of `dims`.
@@ -74,7 +74,7 @@ impl Layout {
         // The furthest digit the view reaches in each base dim.
         let mut reach = start.clone();
         let mut strides = Vec::with_capacity(self.rank());
-        for (&size, &stride) in self.sizes.iter().zip(&self.strides) {
+        for (&size, &stride) in self.sizes().iter().zip(self.strides()) {
             if size == 1 {
                 strides.push(0);
                 continue;
@@ -88,7 +88,7 @@ impl Layout {
         if reach.iter().zip(&dims).any(|(&r, &(_, size, _))| r >= size) {
             return None;
         }
-        Layout::new(&self.sizes, &strides, row_major(&start)).ok()
+        Layout::new(self.sizes(), &strides, row_major(&start)).ok()
     }
 }
 

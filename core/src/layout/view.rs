@@ -15,11 +15,9 @@ impl Layout {
     /// ```
     pub fn select(&self, dim: isize, index: isize) -> Result<Layout> {
         let d = normalize_dim("select", dim, self.rank())?;
-        let i = normalize_index("select", index, d, &self.sizes)?;
-        let mut out = self.clone();
-        out.offset += i * self.strides[d];
-        out.sizes.remove(d);
-        out.strides.remove(d);
+        let i = normalize_index("select", index, d, self.sizes())?;
+        let mut out = self.without_dim(d);
+        out.offset += i * self.strides()[d];
         Ok(out)
     }
 
@@ -31,7 +29,7 @@ impl Layout {
     /// ```
     pub fn narrow(&self, dim: isize, start: isize, length: usize) -> Result<Layout> {
         let d = normalize_dim("narrow", dim, self.rank())?;
-        let size = self.sizes[d];
+        let size = self.sizes()[d];
         let s = if start < 0 {
             start + size as isize
         } else {
@@ -44,15 +42,15 @@ impl Layout {
                 format!(
                     "start {start} with length {length} does not fit dim {d} of size {size} \
                      (shape {:?})",
-                    self.sizes
+                    self.sizes()
                 ),
             ));
         }
         let mut out = self.clone();
         if length > 0 {
-            out.offset += s as usize * self.strides[d];
+            out.offset += s as usize * self.strides()[d];
         }
-        out.sizes[d] = length;
+        out.parts_mut().0[d] = length;
         Ok(out)
     }
 
@@ -79,7 +77,7 @@ impl Layout {
                 "slice step must be positive, got 0",
             ));
         }
-        let size = self.sizes[d] as isize;
+        let size = self.sizes()[d] as isize;
         let clamp = |v: isize| -> isize {
             let v = if v < 0 { v + size } else { v };
             v.clamp(0, size)
@@ -93,12 +91,16 @@ impl Layout {
         };
         let mut out = self.clone();
         if len > 0 {
-            out.offset += s as usize * self.strides[d];
+            out.offset += s as usize * self.strides()[d];
         }
-        out.sizes[d] = len;
-        out.strides[d] = self.strides[d].checked_mul(step).ok_or_else(|| {
-            Error::overflow("slice", format!("stride {} × step {step}", self.strides[d]))
+        let stride = self.strides()[d].checked_mul(step).ok_or_else(|| {
+            Error::overflow(
+                "slice",
+                format!("stride {} × step {step}", self.strides()[d]),
+            )
         })?;
+        let (sizes, strides) = out.parts_mut();
+        (sizes[d], strides[d]) = (len, stride);
         Ok(out)
     }
 
@@ -112,8 +114,9 @@ impl Layout {
         let a = normalize_dim("transpose", dim0, self.rank())?;
         let b = normalize_dim("transpose", dim1, self.rank())?;
         let mut out = self.clone();
-        out.sizes.swap(a, b);
-        out.strides.swap(a, b);
+        let (sizes, strides) = out.parts_mut();
+        sizes.swap(a, b);
+        strides.swap(a, b);
         Ok(out)
     }
 
@@ -122,9 +125,14 @@ impl Layout {
     #[doc(hidden)]
     pub fn permute_trusted(&self, order: &[isize]) -> Layout {
         debug_assert!(self.permute(order).is_ok(), "not a permutation: {order:?}");
-        let sizes = order.iter().map(|&d| self.sizes[d as usize]).collect();
-        let strides = order.iter().map(|&d| self.strides[d as usize]).collect();
-        Layout::from_parts_unchecked(sizes, strides, self.offset)
+        let (sizes, strides) = (self.sizes(), self.strides());
+        let dims = (order.iter().map(|&d| sizes[d as usize]))
+            .chain(order.iter().map(|&d| strides[d as usize]))
+            .collect();
+        Layout {
+            dims,
+            offset: self.offset,
+        }
     }
 
     /// Reorders the dims: dim `i` of the result is dim `order[i]` of `self`.
@@ -142,7 +150,7 @@ impl Layout {
                 format!(
                     "order {order:?} has {} entries but the tensor has rank {rank} (shape {:?})",
                     order.len(),
-                    self.sizes
+                    self.sizes()
                 ),
             ));
         }
@@ -154,9 +162,9 @@ impl Layout {
             large.resize(rank, false);
             &mut large
         };
-        let mut sizes = Vec::with_capacity(rank);
-        let mut strides = Vec::with_capacity(rank);
-        for &o in order {
+        let mut out = self.clone();
+        let (sizes, strides) = out.parts_mut();
+        for (i, &o) in order.iter().enumerate() {
             let d = normalize_dim("permute", o, rank)?;
             if std::mem::replace(&mut seen[d], true) {
                 return Err(Error::new(
@@ -165,10 +173,9 @@ impl Layout {
                     format!("dim {d} appears more than once in order {order:?}"),
                 ));
             }
-            sizes.push(self.sizes[d]);
-            strides.push(self.strides[d]);
+            (sizes[i], strides[i]) = (self.sizes()[d], self.strides()[d]);
         }
-        Ok(Layout::from_parts_unchecked(sizes, strides, self.offset))
+        Ok(out)
     }
 
     /// Broadcasts to `sizes` without copying: dims of size 1 may grow (their stride becomes 0),
@@ -184,7 +191,7 @@ impl Layout {
             Error::new(
                 ErrorKind::ShapeMismatch,
                 "expand",
-                format!("cannot expand shape {:?} to {sizes:?}: {why}", self.sizes),
+                format!("cannot expand shape {:?} to {sizes:?}: {why}", self.sizes()),
             )
         };
         if sizes.len() < rank {
@@ -194,8 +201,11 @@ impl Layout {
             )));
         }
         let lead = sizes.len() - rank;
-        let mut out_sizes = Vec::with_capacity(sizes.len());
-        let mut out_strides = Vec::with_capacity(sizes.len());
+        let mut out = Layout {
+            dims: vec![0; 2 * sizes.len()].into_boxed_slice(),
+            offset: self.offset,
+        };
+        let (out_sizes, out_strides) = out.parts_mut();
         for (i, &target) in sizes.iter().enumerate() {
             if i < lead {
                 if target < 0 {
@@ -203,32 +213,25 @@ impl Layout {
                         "-1 is not allowed for the new leading dim {i}"
                     )));
                 }
-                out_sizes.push(target as usize);
-                out_strides.push(0);
+                (out_sizes[i], out_strides[i]) = (target as usize, 0);
                 continue;
             }
-            let (size, stride) = (self.sizes[i - lead], self.strides[i - lead]);
-            if target == -1 || target as usize == size {
-                out_sizes.push(size);
-                out_strides.push(stride);
+            let (size, stride) = (self.sizes()[i - lead], self.strides()[i - lead]);
+            (out_sizes[i], out_strides[i]) = if target == -1 || target as usize == size {
+                (size, stride)
             } else if target < 0 {
                 return Err(err(format!("size {target} at dim {i} is negative")));
             } else if size == 1 {
-                out_sizes.push(target as usize);
-                out_strides.push(0);
+                (target as usize, 0)
             } else {
                 return Err(err(format!(
                     "dim {i} has size {size}, which is not 1 and differs from {target}"
                 )));
-            }
+            };
         }
-        checked_numel(&out_sizes)
+        checked_numel(out.sizes())
             .ok_or_else(|| Error::overflow("expand", format!("shape {sizes:?}")))?;
-        Ok(Layout::from_parts_unchecked(
-            out_sizes,
-            out_strides,
-            self.offset,
-        ))
+        Ok(out)
     }
 
     /// Removes every dim of size 1.
@@ -238,14 +241,14 @@ impl Layout {
     /// assert_eq!(l.sizes(), &[3]);
     /// ```
     pub fn squeeze(&self) -> Layout {
-        let (sizes, strides) = self
-            .sizes
+        let (sizes, strides): (Vec<usize>, Vec<usize>) = self
+            .sizes()
             .iter()
-            .zip(&self.strides)
+            .zip(self.strides())
             .filter(|&(&s, _)| s != 1)
             .map(|(&s, &t)| (s, t))
             .unzip();
-        Layout::from_parts_unchecked(sizes, strides, self.offset)
+        Layout::from_slices(&sizes, &strides, self.offset)
     }
 
     /// Removes dim `dim` if its size is 1 (otherwise returns the layout unchanged, like
@@ -258,12 +261,10 @@ impl Layout {
     /// ```
     pub fn squeeze_dim(&self, dim: isize) -> Result<Layout> {
         let d = normalize_dim("squeeze", dim, self.rank())?;
-        let mut out = self.clone();
-        if out.sizes[d] == 1 {
-            out.sizes.remove(d);
-            out.strides.remove(d);
+        if self.sizes()[d] == 1 {
+            return Ok(self.without_dim(d));
         }
-        Ok(out)
+        Ok(self.clone())
     }
 
     /// Inserts a dim of size 1 at position `dim` (in `-(rank+1)..=rank`).
@@ -275,14 +276,31 @@ impl Layout {
     pub fn unsqueeze(&self, dim: isize) -> Result<Layout> {
         let d = normalize_new_dim("unsqueeze", dim, self.rank())?;
         let stride = if d < self.rank() {
-            self.strides[d] * self.sizes[d]
+            self.strides()[d] * self.sizes()[d]
         } else {
             1
         };
-        let mut out = self.clone();
-        out.sizes.insert(d, 1);
-        out.strides.insert(d, stride);
-        Ok(out)
+        let (sizes, strides) = (self.sizes(), self.strides());
+        let size_at = |i: usize| {
+            if i == d {
+                1
+            } else {
+                sizes[i - usize::from(i > d)]
+            }
+        };
+        let stride_at = |i: usize| {
+            if i == d {
+                stride
+            } else {
+                strides[i - usize::from(i > d)]
+            }
+        };
+        let r = self.rank() + 1;
+        let dims = (0..r).map(size_at).chain((0..r).map(stride_at)).collect();
+        Ok(Layout {
+            dims,
+            offset: self.offset,
+        })
     }
 
     /// The same elements seen with shape `shape` (one entry may be `-1`, inferred), without
@@ -297,8 +315,8 @@ impl Layout {
     /// assert_eq!(t.view(&[12]).unwrap_err().kind(), ErrorKind::NotViewable);
     /// ```
     pub fn view(&self, shape: &[isize]) -> Result<Layout> {
-        let new_sizes = infer_shape("view", shape, &self.sizes)?;
-        match view_strides(&self.sizes, &self.strides, &new_sizes) {
+        let new_sizes = infer_shape("view", shape, self.sizes())?;
+        match view_strides(self.sizes(), self.strides(), &new_sizes) {
             Some(strides) => Ok(Layout::from_parts_unchecked(
                 new_sizes,
                 strides,
@@ -311,9 +329,9 @@ impl Layout {
                     "shape {:?} with strides {:?} cannot be viewed as {new_sizes:?} without \
                      copying: {}; use reshape() (copies only when needed) or call contiguous() \
                      first",
-                    self.sizes,
-                    self.strides,
-                    explain_not_viewable(&self.sizes, &self.strides)
+                    self.sizes(),
+                    self.strides(),
+                    explain_not_viewable(self.sizes(), self.strides())
                 ),
             )),
         }
@@ -327,8 +345,8 @@ impl Layout {
     /// assert_eq!(l.flatten(1, 2).unwrap().unwrap().sizes(), &[2, 12]);
     /// ```
     pub fn flatten(&self, start: isize, end: isize) -> Result<Option<Layout>> {
-        let shape = flatten_shape(&self.sizes, start, end)?;
-        Ok(view_strides(&self.sizes, &self.strides, &shape)
+        let shape = flatten_shape(self.sizes(), start, end)?;
+        Ok(view_strides(self.sizes(), self.strides(), &shape)
             .map(|strides| Layout::from_parts_unchecked(shape, strides, self.offset)))
     }
 }
