@@ -6,16 +6,16 @@
 //! A packing GEMM copies both operands into its panel layouts before multiplying; with few
 //! outputs (`m · n ≤ 64²`) each copied element takes part in few multiply-adds, so the copies
 //! cost more than the arithmetic (a 16 × 27 product over 1024 positions ran at a quarter of
-//! the FMA peak through `gemm`). Here a block of four rows of A and four columns of
-//! B keeps sixteen vector accumulators, reads each operand once per block from the cache, and
-//! is bounded by its multiply-adds.
+//! the FMA peak through `gemm`). Here a block of four rows of A and four columns of B keeps
+//! sixteen vector accumulators, reads each operand once per block from the cache, and is
+//! bounded by its multiply-adds.
 //!
 //! # Invariants
-//! - [`eligible`] holds for the problem: `k ≥` [`MIN_K`], `MIN_SIDE ≤ m, n` and `m · n ≤`
-//!   [`MAX_OUTPUTS`], A's column stride and B's row stride are 1, and the CPU has AVX-512 F (the only instruction set with a kernel here; other
-//!   machines keep `gemm`);
-//! - every row of A and column of B that a block reads lies in its slice: `rows` checks the
-//!   slice lengths once per product before any unchecked load;
+//! - [`eligible`] holds for the problem: `k ≥` [`MIN_K`], [`MIN_SIDE`] `≤ m, n`,
+//!   `m · n ≤` [`MAX_OUTPUTS`], A's column stride and B's row stride are 1, and the CPU has
+//!   AVX-512 F (the only instruction set with a kernel here; other machines keep `gemm`);
+//! - every row of A and column of B that a block reads lies in its slice: [`products`]
+//!   checks the slice lengths once per call, before any unchecked load;
 //! - each output is the sum, over lanes `l mod 16`, of that lane's fused multiply-adds in `l`
 //!   order, the 16 lanes then added as a fixed tree (`sum16`): deterministic for a given
 //!   problem and independent of the thread count, but not `gemm`'s order, so the two paths
@@ -68,7 +68,6 @@ fn has_kernel() -> bool {
 /// `a[a0 + i·a_row..][..k]` and B's column `j` being `b[b0 + j·b_col..][..k]`.
 ///
 /// Panics where a row or column would run past its slice, or without [`eligible`]'s kernel.
-#[allow(clippy::too_many_arguments)]
 pub fn products(
     a: &[f32],
     [a0, a_row]: [usize; 2],
