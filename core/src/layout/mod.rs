@@ -60,15 +60,10 @@ impl Layout {
         checked_numel(sizes).ok_or_else(|| {
             Error::overflow("shape", format!("the element count of shape {sizes:?}"))
         })?;
-        // `contiguous_strides`, written into the strides' half of the one allocation.
         let r = sizes.len();
         let mut dims = vec![0; 2 * r].into_boxed_slice();
         dims[..r].copy_from_slice(sizes);
-        let mut acc = 1usize;
-        for d in (0..r).rev() {
-            dims[r + d] = acc;
-            acc = acc.saturating_mul(sizes[d].max(1));
-        }
+        fill_contiguous_strides(sizes, &mut dims[r..]);
         Ok(Layout { dims, offset: 0 })
     }
 
@@ -91,7 +86,7 @@ impl Layout {
                 ),
             ));
         }
-        let layout = Layout::from_slices(sizes, strides, offset);
+        let layout = Layout::from_pairs(sizes.iter().copied().zip(strides.iter().copied()), offset);
         checked_numel(sizes)
             .ok_or_else(|| Error::overflow("as_strided", format!("shape {sizes:?}")))?;
         layout.checked_extent().ok_or_else(|| {
@@ -381,10 +376,22 @@ impl Layout {
         }
     }
 
-    /// A layout of these parts, unchecked (the caller keeps the module's invariants).
-    pub(crate) fn from_slices(sizes: &[usize], strides: &[usize], offset: usize) -> Self {
-        debug_assert_eq!(sizes.len(), strides.len());
-        let dims = sizes.iter().chain(strides).copied().collect();
+    /// Every dim's `(size, stride)`, in order.
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (usize, usize)> + Clone + '_ {
+        self.sizes()
+            .iter()
+            .copied()
+            .zip(self.strides().iter().copied())
+    }
+
+    /// A layout of the dims `(size, stride)` that `dims` yields, in order, unchecked (the
+    /// caller keeps the module's invariants): the one allocation filled in two passes.
+    pub(crate) fn from_pairs(
+        dims: impl Iterator<Item = (usize, usize)> + Clone,
+        offset: usize,
+    ) -> Self {
+        let sizes = dims.clone().map(|(size, _)| size);
+        let dims = sizes.chain(dims.map(|(_, stride)| stride)).collect();
         Layout { dims, offset }
     }
 
@@ -396,16 +403,10 @@ impl Layout {
 
     /// This layout with dim `d` removed.
     pub(crate) fn without_dim(&self, d: usize) -> Layout {
-        let (sizes, strides) = (self.sizes(), self.strides());
-        let dims = (sizes.iter().enumerate())
-            .chain(strides.iter().enumerate())
-            .filter(|&(i, _)| i != d)
-            .map(|(_, &v)| v)
-            .collect();
-        Layout {
-            dims,
-            offset: self.offset,
-        }
+        Layout::from_pairs(
+            self.pairs().take(d).chain(self.pairs().skip(d + 1)),
+            self.offset,
+        )
     }
 }
 
@@ -434,6 +435,12 @@ pub fn checked_numel(sizes: &[usize]) -> Option<usize> {
 pub fn contiguous_strides(sizes: &[usize]) -> Option<Vec<usize>> {
     checked_numel(sizes)?;
     let mut strides = vec![0; sizes.len()];
+    fill_contiguous_strides(sizes, &mut strides);
+    Some(strides)
+}
+
+/// Writes the row-major strides of `sizes` (whose element count fits `usize`) into `strides`.
+fn fill_contiguous_strides(sizes: &[usize], strides: &mut [usize]) {
     let mut acc = 1usize;
     for (stride, &size) in strides.iter_mut().zip(sizes).rev() {
         *stride = acc;
@@ -441,5 +448,4 @@ pub fn contiguous_strides(sizes: &[usize]) -> Option<Vec<usize>> {
     }
     // A zero-size dim makes the product 0 while later strides may still be large; those
     // strides are only ever multiplied by an index < size, so they cannot overflow then.
-    Some(strides)
 }

@@ -126,13 +126,10 @@ impl Layout {
     pub fn permute_trusted(&self, order: &[isize]) -> Layout {
         debug_assert!(self.permute(order).is_ok(), "not a permutation: {order:?}");
         let (sizes, strides) = (self.sizes(), self.strides());
-        let dims = (order.iter().map(|&d| sizes[d as usize]))
-            .chain(order.iter().map(|&d| strides[d as usize]))
-            .collect();
-        Layout {
-            dims,
-            offset: self.offset,
-        }
+        let dims = order
+            .iter()
+            .map(|&d| (sizes[d as usize], strides[d as usize]));
+        Layout::from_pairs(dims, self.offset)
     }
 
     /// Reorders the dims: dim `i` of the result is dim `order[i]` of `self`.
@@ -241,14 +238,8 @@ impl Layout {
     /// assert_eq!(l.sizes(), &[3]);
     /// ```
     pub fn squeeze(&self) -> Layout {
-        let (sizes, strides): (Vec<usize>, Vec<usize>) = self
-            .sizes()
-            .iter()
-            .zip(self.strides())
-            .filter(|&(&s, _)| s != 1)
-            .map(|(&s, &t)| (s, t))
-            .unzip();
-        Layout::from_slices(&sizes, &strides, self.offset)
+        let dims = self.pairs();
+        Layout::from_pairs(dims.filter(|&(size, _)| size != 1), self.offset)
     }
 
     /// Removes dim `dim` if its size is 1 (otherwise returns the layout unchanged, like
@@ -280,27 +271,13 @@ impl Layout {
         } else {
             1
         };
-        let (sizes, strides) = (self.sizes(), self.strides());
-        let size_at = |i: usize| {
-            if i == d {
-                1
-            } else {
-                sizes[i - usize::from(i > d)]
-            }
-        };
-        let stride_at = |i: usize| {
-            if i == d {
-                stride
-            } else {
-                strides[i - usize::from(i > d)]
-            }
-        };
-        let r = self.rank() + 1;
-        let dims = (0..r).map(size_at).chain((0..r).map(stride_at)).collect();
-        Ok(Layout {
-            dims,
-            offset: self.offset,
-        })
+        let dims = self.pairs();
+        let dims = dims
+            .clone()
+            .take(d)
+            .chain([(1, stride)])
+            .chain(dims.skip(d));
+        Ok(Layout::from_pairs(dims, self.offset))
     }
 
     /// The same elements seen with shape `shape` (one entry may be `-1`, inferred), without

@@ -12,10 +12,11 @@
 //!   element, looping over `(a, b)`) does: both backends round the same sums.
 
 use super::parallel::{for_each_row_chunk, for_each_unit_run_pair};
+use super::pointwise::Segments;
 use super::pool::take as take_buffer;
 use super::vmath::vectorized;
 use crate::dtype::{Element, Kernel, Native, cast};
-use crate::layout::{Layout, Window2d};
+use crate::layout::{Coalesced, Layout, Window2d};
 use std::hint::select_unpredictable;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -52,59 +53,19 @@ impl<'a> Input<'a> {
     }
 }
 
-/// Consecutive leading positions of `N` layouts that share their leading sizes, counted like
-/// an odometer: each layout's storage position at the current position, from one division
-/// per dim at the start and none after it (a plane of 8×8 costs about as much as the two
-/// divisions per dim of decoding its position afresh).
-struct LeadWalk<'a, const N: usize> {
-    sizes: &'a [usize],
-    strides: [&'a [usize]; N],
-    index: Vec<usize>,
-    bases: [usize; N],
-}
-
-impl<'a, const N: usize> LeadWalk<'a, N> {
-    /// At leading position `l` (at most the number of positions) of layouts whose leading
-    /// strides are `strides` and storage offsets `offsets`.
-    fn at(sizes: &'a [usize], strides: [&'a [usize]; N], offsets: [usize; N], l: usize) -> Self {
-        let mut index = vec![0; sizes.len()];
-        let mut rest = l;
-        for (i, &size) in index.iter_mut().zip(sizes).rev() {
-            *i = rest % size.max(1);
-            rest /= size.max(1);
-        }
-        let bases = std::array::from_fn(|k| {
-            let inside: usize = index.iter().zip(strides[k]).map(|(i, s)| i * s).sum();
-            offsets[k] + inside
-        });
-        LeadWalk {
-            sizes,
-            strides,
-            index,
-            bases,
-        }
-    }
-
-    /// The storage positions at the current position; then moves to the next one (past the
-    /// last, the positions are no longer meaningful, and never read).
-    fn next_bases(&mut self) -> [usize; N] {
-        let current = self.bases;
-        for d in (0..self.sizes.len()).rev() {
-            self.index[d] += 1;
-            for k in 0..N {
-                self.bases[k] = self.bases[k].wrapping_add(self.strides[k][d]);
-            }
-            if self.index[d] < self.sizes[d] || d == 0 {
-                break;
-            }
-            self.index[d] = 0;
-            for k in 0..N {
-                let span = self.sizes[d] * self.strides[k][d];
-                self.bases[k] = self.bases[k].wrapping_sub(span);
-            }
-        }
-        current
-    }
+/// The storage positions of leading positions `range` of layouts that share the leading
+/// sizes `walk` coalesces (with each layout's leading strides and offset), one per position:
+/// the walk's segments stepped through, not each position decoded afresh (two divisions per
+/// dim cost about as much as pooling an 8×8 plane).
+fn lead_bases<const N: usize>(
+    walk: &Coalesced<N>,
+    range: Range<usize>,
+) -> impl Iterator<Item = [usize; N]> + '_ {
+    let segments = Segments::new(walk, range);
+    let steps = segments.strides;
+    segments.flat_map(move |(starts, len)| {
+        (0..len).map(move |i| std::array::from_fn(|k| starts[k] + i * steps[k]))
+    })
 }
 
 /// The input `[lead…, H, W]` of `layout` over `src` seen through `window`: row-major
@@ -136,6 +97,7 @@ pub fn unfold2d<W: Copy + Send + Sync>(
     // Stride 1 over rows of the input's width read as one run ("same" convolutions over
     // contiguous rows): consecutive output rows read consecutive input rows, `w` apart.
     let flat = (sh, sw, ws, ow) == (1, 1, 1, w) && hs == w;
+    let lead = Coalesced::new(lead_sizes, [lead_strides], [layout.offset()]);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         planes,
@@ -145,8 +107,8 @@ pub fn unfold2d<W: Copy + Send + Sync>(
             // decoded once, then counted (no divisions).
             let (l, tap) = (range.start / (kh * kw), range.start % (kh * kw));
             let (mut a, mut b) = (tap / kw, tap % kw);
-            let mut walk = LeadWalk::at(lead_sizes, [lead_strides], [layout.offset()], l);
-            let [mut base] = walk.next_bases();
+            let mut bases = lead_bases(&lead, l..leads);
+            let [mut base] = bases.next().expect("the chunk has planes");
             for dst in chunk.chunks_mut(plane) {
                 let (a, b, base) = {
                     let current = (a, b, base);
@@ -155,7 +117,9 @@ pub fn unfold2d<W: Copy + Send + Sync>(
                         (a, b) = (a + 1, 0);
                         if a == kh {
                             a = 0;
-                            [base] = walk.next_bases();
+                            if let Some([next]) = bases.next() {
+                                base = next;
+                            }
                         }
                     }
                     current
@@ -284,6 +248,15 @@ pub fn fold2d<E: Kernel + Element>(
             (flat && *js != (0..ow)).then(|| (0..oh * ow).map(|p| js.contains(&(p % ow))).collect())
         })
         .collect();
+    // The cols' and the winners' storage positions of each leading position.
+    let (win_strides, win_offset) = winners.map_or((lead_strides, 0), |(_, lw)| {
+        (&lw.strides()[..lw.rank() - 2], lw.offset())
+    });
+    let lead = Coalesced::new(
+        lead_sizes,
+        [lead_strides, win_strides],
+        [layout.offset(), win_offset],
+    );
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         leads,
@@ -293,16 +266,7 @@ pub fn fold2d<E: Kernel + Element>(
             // The gradient's rows at the four taps, gathered where they are not along memory
             // (a broadcast gradient).
             let mut rows = vec![E::ZERO; if halving && sj != 1 { 4 * ow } else { 0 }];
-            // The cols' and the winners' storage positions of each leading position.
-            let (win_strides, win_offset) = winners.map_or((lead_strides, 0), |(_, lw)| {
-                (&lw.strides()[..lw.rank() - 2], lw.offset())
-            });
-            let mut walk = LeadWalk::at(
-                lead_sizes,
-                [lead_strides, win_strides],
-                [layout.offset(), win_offset],
-                range.start,
-            );
+            let bases = lead_bases(&lead, range);
             let win = winners.map(|(idx, lw)| {
                 let s = &lw.strides()[lw.rank() - 2..];
                 (idx, s[0], s[1])
@@ -312,8 +276,7 @@ pub fn fold2d<E: Kernel + Element>(
                 return vectorized(
                     #[inline(always)]
                     || {
-                        for dst in chunk.chunks_mut(plane) {
-                            let [base, wb] = walk.next_bases();
+                        for (dst, [base, wb]) in chunk.chunks_mut(plane).zip(bases) {
                             let start =
                                 |i: usize, t: usize| base + (t / 2) * sa + (t % 2) * sb + i * si;
                             let (covered, rest) = dst.split_at_mut(2 * oh * w);
@@ -340,8 +303,7 @@ pub fn fold2d<E: Kernel + Element>(
                     },
                 );
             }
-            for dst in chunk.chunks_mut(plane) {
-                let [base, wb] = walk.next_bases();
+            for (dst, [base, wb]) in chunk.chunks_mut(plane).zip(bases) {
                 let win = win.map(|(idx, wi, wj)| (idx, wb, wi, wj));
                 acc.fill(<E::Compute as Element>::ZERO);
                 if flat {
@@ -499,6 +461,7 @@ pub fn max_pool2d<E: Kernel + Element>(
     let mut taps = take_buffer::<i64>(n);
     if n > 0 {
         let (_, col_in) = inside_ranges(window, (h, w), (oh, ow));
+        let lead = Coalesced::new(lead_sizes, [lead_strides], [layout.offset()]);
         let vs = &mut values.spare_capacity_mut()[..n];
         let ts = &mut taps.spare_capacity_mut()[..n];
         for_each_unit_run_pair(vs, plane, ts, plane, |range, vs, ts| {
@@ -512,15 +475,8 @@ pub fn max_pool2d<E: Kernel + Element>(
                 return vectorized(
                     #[inline(always)]
                     || {
-                        let mut walk = LeadWalk::at(
-                            lead_sizes,
-                            [lead_strides],
-                            [layout.offset()],
-                            range.start,
-                        );
                         let planes = vs.chunks_exact_mut(plane).zip(ts.chunks_exact_mut(plane));
-                        for (vs, ts) in planes {
-                            let [base] = walk.next_bases();
+                        for ((vs, ts), [base]) in planes.zip(lead_bases(&lead, range)) {
                             let row = |i: usize| &src[base + i * hs..][..2 * ow];
                             if short {
                                 tops.clear();
@@ -546,10 +502,8 @@ pub fn max_pool2d<E: Kernel + Element>(
             let mut best = vec![<E::Compute as Native>::LOWEST; ow];
             let mut at = vec![0i64; ow];
             let mut xs = vec![<E::Compute as Native>::LOWEST; ow];
-            let mut walk = LeadWalk::at(lead_sizes, [lead_strides], [layout.offset()], range.start);
             let planes = vs.chunks_mut(plane).zip(ts.chunks_mut(plane));
-            for (vs, ts) in planes {
-                let [base] = walk.next_bases();
+            for ((vs, ts), [base]) in planes.zip(lead_bases(&lead, range)) {
                 if unpadded {
                     // Every tap of every window lies inside the input: one window at a
                     // time, its best tap kept in registers.
