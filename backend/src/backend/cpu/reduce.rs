@@ -507,7 +507,11 @@ fn outer<S, T, A, O, M, C>(
         vectorized(
             #[inline(always)]
             || {
-                let mut xs = vec![T::ZERO; width];
+                // Converted elements, for a source of another type than `T`.
+                let mut xs = match as_type::<S, T>(src) {
+                    Some(_) => Vec::new(),
+                    None => vec![T::ZERO; width],
+                };
                 for task in range {
                     let (unit, band) = (task / bands, task % bands);
                     let (row, cb) = (unit / col_blocks, unit % col_blocks);
@@ -567,6 +571,13 @@ fn outer<S, T, A, O, M, C>(
         let c0 = cb * width;
         let w = width.min(klen - c0);
         let o0 = bases[row].1 + c0;
+        if bands == 1 {
+            let part = &parts[unit];
+            for (slot, &a) in slots[o0..o0 + w].iter_mut().zip(part) {
+                slot.write(finish(a));
+            }
+            continue;
+        }
         for j in 0..w {
             let mut cas = Cascade::new();
             for band in 0..bands {
