@@ -130,6 +130,14 @@ fn large_cat_and_stack_split_across_threads() {
     assert_eq!(c.narrow(1, 200, 100).to_vec(), b.to_vec());
     let s = DynTensor::stack(&[&a, &a], 2);
     assert_eq!(s.select(2, 1).to_vec(), a.to_vec());
+    // Along the outermost dim (one output row): the parts are copied in parallel, each
+    // strided view into its own range.
+    let d = make_view::<f32>(&[120, 200], ViewKind::Stepped, 3);
+    let c = DynTensor::cat(&[&a, &d, &a.narrow(0, 0, 7)], 0);
+    assert_eq!(c.shape(), &[427, 200]);
+    assert_eq!(c.narrow(0, 0, 300).to_vec(), a.to_vec());
+    assert_eq!(c.narrow(0, 300, 120).to_vec(), d.to_vec());
+    assert_eq!(c.narrow(0, 420, 7).to_vec(), a.narrow(0, 0, 7).to_vec());
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! every source access is bounds-checked anyway.
 
 use super::copy::gather_to_vec;
-use super::parallel::for_each_row_chunk;
+use super::parallel::{for_each_row_chunk, for_each_with_caller, parallel_threshold};
 use super::pool::take as take_buffer;
 use crate::dtype::{Element, Kernel, Native, cast};
 use crate::error::{Error, ErrorKind, Result};
@@ -265,6 +265,24 @@ pub fn cat<E: Copy + Send + Sync>(
         })
         .collect();
     let mut out: Vec<E> = take_buffer(n);
+    if rows == 1 && parts.len() > 1 && n >= parallel_threshold() {
+        // One row (a cat along the outermost dim of size above 1): the parts are copied in
+        // parallel instead, each into its own range of the output.
+        let mut rest = &mut out.spare_capacity_mut()[..n];
+        let mut copies = Vec::with_capacity(parts.len());
+        for ((src, layout), (walk, len)) in parts.iter().zip(&walks) {
+            let (dst, tail) = std::mem::take(&mut rest).split_at_mut(*len);
+            copies.push((dst, *src, layout.offset(), walk));
+            rest = tail;
+        }
+        for_each_with_caller(copies, |(dst, src, base, walk)| {
+            copy_walk(dst, src, walk, base)
+        });
+        // SAFETY: the parts' ranges cover the `row_len == n` slots one after the other (as
+        // for every row below), and each `copy_walk` fills its range.
+        unsafe { out.set_len(n) };
+        return out;
+    }
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         rows,
