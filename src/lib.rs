@@ -85,7 +85,7 @@ pub mod storage {
 }
 
 pub use backend::cpu::parallel::{
-    num_threads, parallel_threshold, set_num_threads, set_parallel_threshold,
+    num_threads, on_this_thread, parallel_threshold, set_num_threads, set_parallel_threshold,
 };
 pub use backend::cpu::stream::{set_streaming_threshold, streaming_threshold};
 pub use backend::device::{Device, cuda_is_available};

@@ -16,7 +16,7 @@
 use super::convert::{as_type, as_type_mut};
 use super::dot_products;
 use super::elementwise::map_new;
-use super::parallel::{for_each_row_chunk, for_each_with_caller, pool};
+use super::parallel::{for_each_row_chunk, for_each_with_caller, num_threads, pool};
 use super::pool::take as take_buffer;
 use super::transpose::{Bits, Plan};
 use crate::dtype::{DType, Element};
@@ -313,7 +313,7 @@ fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
     };
     let slots = &mut out.spare_capacity_mut()[..total];
     let pool = pool();
-    let threads = pool.current_num_threads();
+    let threads = num_threads();
     let total_rows = batches * m;
     let parallel = threads > 1
         && p.work().saturating_mul(batches) >= gemm_common::gemm::get_threading_threshold();

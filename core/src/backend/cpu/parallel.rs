@@ -78,7 +78,64 @@ pub fn set_num_threads(threads: usize) {
 /// assert!(namedtensor::num_threads() >= 1);
 /// ```
 pub fn num_threads() -> usize {
+    if ON_THIS_THREAD.get() {
+        return 1;
+    }
     pool().current_num_threads()
+}
+
+thread_local! {
+    /// Whether kernels called on this thread run on it alone (inside [`on_this_thread`]).
+    static ON_THIS_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every kernel it calls on the calling thread alone ([`num_threads`] is 1
+/// inside): for work that is itself one of several items run in parallel, whose kernels are
+/// too small to gain from splitting again.
+///
+/// ```
+/// use namedtensor::{DynTensor, num_threads, on_this_thread, set_num_threads};
+/// set_num_threads(2);
+/// let x = DynTensor::<f32>::ones(&[1000, 1000]);
+/// let sum = on_this_thread(|| {
+///     assert_eq!(num_threads(), 1);
+///     x.sum().item()                  // summed on this thread alone
+/// });
+/// assert_eq!(sum, 1e6);
+/// assert_eq!(num_threads(), 2);
+/// ```
+pub fn on_this_thread<R>(f: impl FnOnce() -> R) -> R {
+    /// Restores the flag, also when `f` unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ON_THIS_THREAD.set(self.0);
+        }
+    }
+    let _restore = Restore(ON_THIS_THREAD.replace(true));
+    f()
+}
+
+/// `f` over `items` (in order), on the pool with each call inside [`on_this_thread`]: the items
+/// are split between the threads rather than each item's kernels. On one thread, and inside
+/// `on_this_thread`, the calls run one after the other on the calling thread.
+pub fn map_on_threads<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    if items.len() <= 1 || num_threads() <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let results: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    for_each_with_caller(items.into_iter().enumerate(), |(i, item)| {
+        let r = on_this_thread(|| f(item));
+        *results[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .expect("for_each_with_caller runs every item")
+        })
+        .collect()
 }
 
 /// Sets the element count below which an operation runs on the calling thread only.
@@ -114,7 +171,7 @@ fn row_ranges(rows: usize, row_len: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
     if rows <= 1 || work < parallel_threshold() {
         return f(0..rows);
     }
-    let threads = pool().current_num_threads();
+    let threads = num_threads();
     if threads <= 1 {
         return f(0..rows);
     }
@@ -160,7 +217,7 @@ pub fn for_each_row_chunk<T: Send>(
     if rows <= 1 || out.len() < parallel_threshold() || row_len == 0 {
         return f(0..rows, out);
     }
-    let threads = pool().current_num_threads();
+    let threads = num_threads();
     if threads <= 1 {
         return f(0..rows, out);
     }
@@ -180,7 +237,7 @@ pub fn task_count(work: usize, min_per_task: usize) -> usize {
     if work < parallel_threshold() {
         return 1;
     }
-    let threads = pool().current_num_threads();
+    let threads = num_threads();
     if threads <= 1 {
         return 1;
     }
@@ -288,10 +345,7 @@ pub fn for_each_with_caller<T: Send>(items: impl IntoIterator<Item = T>, f: impl
         )
     });
     let pool = pool();
-    let helpers = pool
-        .current_num_threads()
-        .min(slots.len())
-        .saturating_sub(1);
+    let helpers = num_threads().min(slots.len()).saturating_sub(1);
     for _ in 0..helpers {
         let state = Arc::clone(&state);
         pool.spawn(move || state.run_claims(run));
@@ -400,6 +454,24 @@ mod tests {
 
     /// Every item runs exactly once and sees its own data, for 0 to 5 items, from several
     /// calling threads at once (their jobs interleave on the one pool).
+    #[test]
+    fn map_on_threads_keeps_the_order_and_runs_items_on_one_thread_each() {
+        set_num_threads(2);
+        let out = map_on_threads((0..40).collect(), |i: usize| {
+            // Inside, kernels see one thread: nested splits run inline.
+            assert_eq!(num_threads(), 1);
+            let seen: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
+            for_each_row_range(100, 1 << 20, |r| {
+                r.for_each(|j| {
+                    seen[j].fetch_add(1, Ordering::Relaxed);
+                })
+            });
+            assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+            i * i
+        });
+        assert_eq!(out, (0..40).map(|i| i * i).collect::<Vec<_>>());
+    }
+
     #[test]
     fn with_caller_runs_every_item_once() {
         std::thread::scope(|scope| {
