@@ -66,9 +66,9 @@ use crate::DynTensor;
 
 pub(crate) use any::same_type;
 pub(crate) use formulas::{
-    binary, cat, clamp, constant, cumprod, cumsum, extreme, gather, identity, index_select, matmul,
-    normalize, pick, pnorm, reduce, root, same_op, scatter_add, select, softmax, unary, view,
-    view_grad::ViewGrad,
+    binary, cat, clamp, constant, conv2d, cumprod, cumsum, extreme, gather, identity, index_select,
+    matmul, normalize, pick, pnorm, reduce, root, same_op, scatter_add, select, softmax, unary,
+    view, view_grad::ViewGrad,
 };
 pub(crate) use inplace::{record_inplace, unary_inplace, view_of, write_in_place};
 pub(crate) use node::Meta;

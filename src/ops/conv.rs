@@ -3,12 +3,20 @@
 //! semantics.
 //!
 //! Each is one backend primitive (`Backend::unfold2d`, `fold2d`, `max_pool2d`): the windows
-//! come out in the order `(KH, KW, OH, OW)`, so `conv2d` is one matrix product over the
+//! come out in the order `(KH, KW, OH, OW)`, so `conv2d` is a matrix product over the
 //! unfolded input, whose layout `[N, C·KH·KW, OH·OW]` is a view of it (no second copy). The
 //! gradient of `unfold2d` is `fold2d` and the reverse; max pooling keeps each window's winning
 //! tap, and its gradient is `fold2d` of the output's gradient counting only the winners.
+//!
+//! On the host, `conv2d` runs a piece of images at a time, each piece's windows small enough
+//! to stay in a core's L2 cache between the unfold that writes them and the product that
+//! reads them, the pieces split between the threads. It is one node of the graph, whose
+//! backward pass computes the windows again, piece by piece, rather than keeping the whole
+//! batch's windows from the forward pass (PyTorch keeps the input and the weight likewise).
 
-use crate::dtype::{Element, Float};
+use crate::backend::device::Device;
+use crate::backend::op::ReduceOp;
+use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Window2d;
 use crate::storage::dispatch;
@@ -202,8 +210,9 @@ impl<E: Element> DynTensor<E> {
 impl<E: Float> DynTensor<E> {
     /// PyTorch's `F.conv2d`: `x` `[N, C, H, W]` (or `[C, H, W]`), `weight` `[O, C, KH, KW]`,
     /// optional `bias` `[O]`, gives `[N, O, OH, OW]`, where the kernel geometry comes from
-    /// `window` (its `kernel` must be the weight's). Computed as one batched matrix product
-    /// over [`DynTensor::unfold2d`]. Panics where [`DynTensor::try_conv2d`] fails.
+    /// `window` (its `kernel` must be the weight's). Computed as matrix products over
+    /// [`DynTensor::unfold2d`], a piece of images at a time on the host (see the module
+    /// docs). Panics where [`DynTensor::try_conv2d`] fails.
     ///
     /// ```
     /// use namedtensor::{ops::Window2d, DynTensor};
@@ -268,17 +277,48 @@ impl<E: Float> DynTensor<E> {
             "the weight's taps per output channel C × KH × KW =",
             &[c, window.kernel.0, window.kernel.1],
         )?;
-        let cols = self.unfold_windows(OP, window, E::ZERO)?;
-        // `unfold_windows` checked KH·KW·OH·OW, so OH·OW fits `isize`.
-        let cols = cols.try_reshape(&[n as isize, taps as isize, (oh * ow) as isize])?;
-        let y = weight
-            .try_reshape(&[o as isize, taps as isize])?
-            .try_matmul(&cols)?;
-        let y = match bias {
-            Some(b) => y.try_add_bias(&b.try_reshape(&[o as isize, 1])?)?,
-            None => y,
+        // `window_shape` checks KH·KW·OH·OW, so that OH·OW fits `isize` below.
+        window_shape(
+            OP,
+            "the number of window entries",
+            &[],
+            &[window.kernel.0, window.kernel.1, oh, ow],
+        )?;
+        let mut plan = ConvPlan {
+            n,
+            c,
+            o,
+            taps,
+            hw: (xs[2], xs[3]),
+            ohw: (oh, ow),
+            window,
+            count: 1,
         };
-        y.try_reshape(&[n as isize, o as isize, oh as isize, ow as isize])
+        let tracked = crate::autograd::tracks(self)
+            || crate::autograd::tracks(weight)
+            || bias.is_some_and(crate::autograd::tracks);
+        // Under autocast the product and the bias run in the low dtype, through recorded
+        // casts where an input requires grad (the gradients flow back through the same
+        // casts): the batch stays one piece, computed by the ops on this thread (autocast is
+        // a setting of the thread), and the ops' own formulas record the gradients.
+        let autocast = E::DTYPE == DType::F32 && crate::dtype::autocast::autocast_dtype().is_some();
+        if self.device() == Device::Cpu && !autocast {
+            plan.count = piece_count::<E>(&plan);
+        }
+        let (w, b) = plan.matrices(weight, bias)?;
+        if tracked && autocast {
+            return conv_pieces(self, &w, b.as_ref(), &plan);
+        }
+        // Computed with grad mode off (nothing to record, or one node recorded below), so
+        // that the pieces may run on several threads.
+        let y = {
+            let _off = crate::autograd::GradMode::no_grad();
+            conv_pieces(self, &w, b.as_ref(), &plan)?
+        };
+        if !tracked {
+            return Ok(y);
+        }
+        Ok(crate::autograd::conv2d(self, weight, bias, plan, y))
     }
 
     /// PyTorch's `F.max_pool2d` over the last two dims (`[…, H, W]` to `[…, OH, OW]`); padding
@@ -372,4 +412,206 @@ fn winners_mask<E: Element>(
         .try_reshape(&[kh as isize, kw as isize, 1, 1])?;
     let w = winners.try_unsqueeze(-3)?.try_unsqueeze(-3)?;
     w.try_eq(&taps)?.try_to_dtype::<E>()
+}
+
+/// Host memory that a piece of a convolution's windows may take per thread: about half of a
+/// core's L2 (1 MiB per core on the AMD EPYC machines; 2 MiB on recent Intel Xeons), so that
+/// the windows an unfold writes are still in cache when the product reads them, and the
+/// gradient's windows when fold reads them (BENCHMARKS.md, session 28).
+const PIECE_BYTES_PER_THREAD: usize = 512 << 10;
+
+/// The sizes of one `conv2d` call: input `[n, c, h, w]`, weight `[o, c, kh, kw]` (`taps =
+/// c·kh·kw`), output `[n, o, oh, ow]`; it runs the batch in `count` pieces.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConvPlan {
+    n: usize,
+    c: usize,
+    o: usize,
+    taps: usize,
+    hw: (usize, usize),
+    ohw: (usize, usize),
+    window: Window2d,
+    count: usize,
+}
+
+impl ConvPlan {
+    /// `(start, len)` of each of the `count` pieces of images, of lengths that differ by one at
+    /// most; one empty piece for an empty batch (so that the ops still give results of the
+    /// right shapes).
+    fn pieces(&self) -> impl Iterator<Item = (usize, usize)> {
+        let (n, count) = (self.n, self.count.clamp(1, self.n.max(1)));
+        // (In u128: `i · n` may exceed usize for a batch of empty images.)
+        let start = move |i: usize| (i as u128 * n as u128 / count as u128) as usize;
+        (0..count).map(move |i| (start(i), start(i + 1) - start(i)))
+    }
+
+    /// `OH·OW` (checked against overflow with the kernel's taps by `try_conv2d`).
+    fn positions(&self) -> usize {
+        self.ohw.0 * self.ohw.1
+    }
+
+    /// The weight as the `[O, taps]` matrix of the product, the bias as an `[O, 1]` column.
+    fn matrices<E: Float>(
+        &self,
+        weight: &DynTensor<E>,
+        bias: Option<&DynTensor<E>>,
+    ) -> Result<(DynTensor<E>, Option<DynTensor<E>>)> {
+        let w = weight.try_reshape(&[self.o as isize, self.taps as isize])?;
+        let b = bias
+            .map(|b| b.try_reshape(&[self.o as isize, 1]))
+            .transpose()?;
+        Ok((w, b))
+    }
+}
+
+/// How many pieces the host splits the batch into: one where the whole batch's windows fit
+/// in [`PIECE_BYTES_PER_THREAD`] (its ops then split their own work between the threads),
+/// else the fewest pieces that each fit, rounded up to a multiple of the thread count so that
+/// the threads get equal shares (pieces differ by one image at most), and no more than the
+/// images.
+fn piece_count<E: Element>(plan: &ConvPlan) -> usize {
+    let per_image = (plan.taps.saturating_mul(plan.positions())).saturating_mul(size_of::<E>());
+    let per_piece = (PIECE_BYTES_PER_THREAD / per_image.max(1)).max(1);
+    match plan.n.div_ceil(per_piece) {
+        0 | 1 => 1,
+        count => count.next_multiple_of(crate::num_threads()).min(plan.n),
+    }
+}
+
+/// `f` over the plan's pieces, in order. Where grad mode is off (nothing is recorded), the
+/// pieces are split between the threads, each running its pieces' ops on its own
+/// ([`crate::backend::cpu::parallel::map_on_threads`]; grad mode is off there too), since
+/// a piece's ops are too small to gain from being split again. Where grad mode is on, the
+/// ops must record on this thread: the pieces run here, one after the other.
+fn map_pieces<R: Send>(
+    plan: &ConvPlan,
+    f: impl Fn((usize, usize)) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let pieces: Vec<(usize, usize)> = plan.pieces().collect();
+    if crate::autograd::is_grad_enabled() {
+        return pieces.into_iter().map(f).collect();
+    }
+    crate::backend::cpu::parallel::map_on_threads(pieces, |piece| {
+        let _off = crate::autograd::GradMode::no_grad();
+        f(piece)
+    })
+    .into_iter()
+    .collect()
+}
+
+/// The windows of images `start..start + len` of `x` as `[len, taps, OH·OW]`.
+fn windows_of_piece<E: Float>(
+    x: &DynTensor<E>,
+    plan: &ConvPlan,
+    (start, len): (usize, usize),
+) -> Result<DynTensor<E>> {
+    let piece = x.try_narrow(0, start as isize, len)?;
+    let cols = piece.unfold_windows("conv2d", plan.window, E::ZERO)?;
+    cols.try_reshape(&[len as isize, plan.taps as isize, plan.positions() as isize])
+}
+
+/// `parts` joined along dim 0 (the one part itself where there is one).
+fn joined<E: Element>(mut parts: Vec<DynTensor<E>>) -> Result<DynTensor<E>> {
+    if parts.len() == 1 {
+        return Ok(parts.pop().expect("one part"));
+    }
+    let parts: Vec<&DynTensor<E>> = parts.iter().collect();
+    DynTensor::try_cat(&parts, 0)
+}
+
+/// `conv2d` of `x` `[N, C, H, W]` by `w` `[O, taps]` plus `bias` `[O, 1]`, as `[N, O, OH,
+/// OW]`: per piece of images, the windows ([`DynTensor::unfold2d`]) and their product with
+/// `w`. Made of recorded ops: differentiable where grad mode is on.
+fn conv_pieces<E: Float>(
+    x: &DynTensor<E>,
+    w: &DynTensor<E>,
+    bias: Option<&DynTensor<E>>,
+    plan: &ConvPlan,
+) -> Result<DynTensor<E>> {
+    let parts = map_pieces(plan, |piece| {
+        let y = w.try_matmul(&windows_of_piece(x, plan, piece)?)?;
+        match bias {
+            Some(b) => y.try_add_bias(b),
+            None => Ok(y),
+        }
+    })?;
+    let (oh, ow) = plan.ohw;
+    joined(parts)?.try_reshape(&[plan.n as isize, plan.o as isize, oh as isize, ow as isize])
+}
+
+/// The gradients of `conv2d` from the output's gradient `g` `[N, O, OH, OW]`: the input's
+/// where `weight` is given (`fold2d` of `wᵀ·g`), the weight's where `x` is given (`g` times
+/// the windows of `x`, summed over the images), the bias's where `bias` (the sum of `g` over
+/// images and positions). Per piece of images as the forward pass, the windows computed
+/// again rather than saved. Made of recorded ops: differentiable under `create_graph`.
+pub(crate) fn conv2d_grads<E: Float>(
+    g: &DynTensor<E>,
+    x: Option<&DynTensor<E>>,
+    weight: Option<&DynTensor<E>>,
+    bias: bool,
+    plan: &ConvPlan,
+) -> Result<[Option<DynTensor<E>>; 3]> {
+    let (n, o, taps, l) = (
+        plan.n as isize,
+        plan.o as isize,
+        plan.taps as isize,
+        plan.positions(),
+    );
+    let g = g.try_reshape(&[n, o, l as isize])?;
+    let gb = if bias {
+        let sum = crate::ops::reduce_keepdim("conv2d", ReduceOp::Sum, &g, &[true, false, true])?;
+        Some(sum.try_reshape(&[o])?)
+    } else {
+        None
+    };
+    let wt = weight
+        .map(|w| w.try_reshape(&[o, taps])?.try_transpose(0, 1))
+        .transpose()?;
+    let parts = map_pieces(plan, |piece| {
+        let gp = g.try_narrow(0, piece.0 as isize, piece.1)?;
+        let gx = match &wt {
+            Some(wt) => {
+                let (kh, kw) = plan.window.kernel;
+                let (oh, ow) = plan.ohw;
+                let shape = [piece.1, plan.c, kh, kw, oh, ow].map(|s| s as isize);
+                let cols = wt.try_matmul(&gp)?.try_reshape(&shape)?;
+                Some(cols.fold_windows("conv2d", plan.window, plan.hw, None)?)
+            }
+            None => None,
+        };
+        let gw = match x {
+            Some(x) => {
+                let cols = windows_of_piece(x, plan, piece)?;
+                let per_image = gp.try_matmul(&cols.try_transpose(1, 2)?)?;
+                let mask = [true, false, false];
+                Some(crate::ops::reduce_keepdim(
+                    "conv2d",
+                    ReduceOp::Sum,
+                    &per_image,
+                    &mask,
+                )?)
+            }
+            None => None,
+        };
+        Ok((gx, gw))
+    })?;
+    let (gx, gws): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+    let gx: Vec<DynTensor<E>> = gx.into_iter().flatten().collect();
+    let mut gw = None::<DynTensor<E>>;
+    for part in gws.into_iter().flatten() {
+        gw = Some(match gw {
+            Some(acc) => acc.try_add(&part)?,
+            None => part,
+        });
+    }
+    let gx = if weight.is_some() {
+        Some(joined(gx)?)
+    } else {
+        None
+    };
+    let (kh, kw) = plan.window.kernel;
+    let gw = gw
+        .map(|t| t.try_reshape(&[o, plan.c as isize, kh as isize, kw as isize]))
+        .transpose()?;
+    Ok([gx, gw, gb])
 }

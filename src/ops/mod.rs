@@ -62,6 +62,7 @@ pub use crate::dtype::promote::{
 };
 pub use crate::layout::Window2d;
 pub use compare::{try_where_, where_};
+pub(crate) use conv::{ConvPlan, conv2d_grads};
 pub use einsum::{einsum, try_einsum};
 pub(crate) use normalize::{normalize, normalize_backward, normalized_by_ops, single_dim};
 pub use npy::{NpzFile, load_npz, save_npz};

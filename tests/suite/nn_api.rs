@@ -792,6 +792,155 @@ mod unfold_prop {
     }
 }
 
+/// `conv2d` runs on the host a piece of images at a time with a node of its own (the windows
+/// computed again in the backward pass); checked against the same convolution written with
+/// the ops it is made of (`unfold2d`, one product over the whole batch, the bias added),
+/// whose gradients come from those ops' own formulas.
+mod conv_pieces {
+    use namedtensor::DynTensor;
+    use namedtensor::ops::Window2d;
+    use proptest::prelude::*;
+
+    /// `conv2d` by `unfold2d` and `matmul` over the whole batch.
+    fn composed(
+        x: &DynTensor<f64>,
+        w: &DynTensor<f64>,
+        b: Option<&DynTensor<f64>>,
+        win: Window2d,
+    ) -> DynTensor<f64> {
+        let (n, o) = (x.shape()[0] as isize, w.shape()[0] as isize);
+        let (oh, ow) = win.output_size(x.shape()[2], x.shape()[3]).unwrap();
+        let taps = (w.numel() / w.shape()[0]) as isize;
+        let cols = x.unfold2d(win, 0.0).reshape(&[n, taps, (oh * ow) as isize]);
+        let y = w.reshape(&[o, taps]).matmul(&cols);
+        let y = match b {
+            Some(b) => &y + &b.reshape(&[o, 1]),
+            None => y,
+        };
+        y.reshape(&[n, o, oh as isize, ow as isize])
+    }
+
+    fn close(a: &DynTensor<f64>, b: &DynTensor<f64>) -> Result<(), TestCaseError> {
+        prop_assert_eq!(a.shape(), b.shape());
+        for (x, y) in a.to_vec().into_iter().zip(b.to_vec()) {
+            prop_assert!((x - y).abs() <= 1e-9 * (1.0 + y.abs()), "{} vs {}", x, y);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Values and the gradients of input, weight and bias, on 1 and 2 threads, for
+        /// batches of several pieces (a piece holds at most 512 KiB of windows: one to a few
+        /// images here), strided inputs, every window geometry and with or without a bias.
+        #[test]
+        fn conv2d_in_pieces_matches_the_composed_ops(
+            n in 0usize..12, c in 1usize..12, o in 1usize..5, h in 1usize..24, w in 1usize..24,
+            kernel in (1usize..4, 1usize..4), stride in (1usize..3, 1usize..3),
+            padding in (0usize..2, 0usize..2), dilation in (1usize..3, 1usize..3),
+            bias in any::<bool>(), transposed in any::<bool>(), threads in 1usize..3,
+            seed in 0u64..1000,
+        ) {
+            let win = Window2d { kernel, stride, padding, dilation };
+            let Ok((oh, ow)) = win.output_size(h, w) else { return Ok(()) };
+            namedtensor::set_num_threads(threads);
+            // A strided input: the rows and columns of a contiguous `[n, c, w, h]` swapped.
+            let x = if transposed {
+                DynTensor::<f64>::randn(&[n, c, w, h], seed).transpose(2, 3)
+            } else {
+                DynTensor::<f64>::randn(&[n, c, h, w], seed)
+            };
+            let wt = DynTensor::<f64>::randn(&[o, c, kernel.0, kernel.1], seed + 1);
+            let b = bias.then(|| DynTensor::<f64>::randn(&[o], seed + 2));
+            let g = DynTensor::<f64>::randn(&[n, o, oh, ow], seed + 3);
+            // Untracked: the forward pass alone.
+            close(&x.conv2d(&wt, b.as_ref(), win), &composed(&x, &wt, b.as_ref(), win))?;
+            let leaves = |t: &DynTensor<f64>| t.detach().requires_grad_(true);
+            let (xa, wa, ba) = (leaves(&x), leaves(&wt), b.as_ref().map(leaves));
+            let (xb, wb, bb) = (leaves(&x), leaves(&wt), b.as_ref().map(leaves));
+            let ya = xa.conv2d(&wa, ba.as_ref(), win);
+            let yb = composed(&xb, &wb, bb.as_ref(), win);
+            close(&ya, &yb)?;
+            ya.backward_with(&g, Default::default()).unwrap();
+            yb.backward_with(&g, Default::default()).unwrap();
+            close(&xa.grad().unwrap(), &xb.grad().unwrap())?;
+            close(&wa.grad().unwrap(), &wb.grad().unwrap())?;
+            if let (Some(ba), Some(bb)) = (&ba, &bb) {
+                close(&ba.grad().unwrap(), &bb.grad().unwrap())?;
+            }
+        }
+    }
+
+    /// Only the inputs that require grad get one, and the others are not saved: an input
+    /// written in place after the forward pass does not stop the weight's gradient where the
+    /// weight alone requires grad (it would, where the input's gradient needs the weight).
+    #[test]
+    fn conv2d_grads_only_what_requires_grad() {
+        let win = Window2d::new(3, 3).padding(1);
+        let x = DynTensor::<f32>::randn(&[20, 8, 16, 16], 0);
+        let w = DynTensor::<f32>::randn(&[4, 8, 3, 3], 1).requires_grad_(true);
+        let y = x.conv2d(&w, None, win);
+        y.sum().backward();
+        assert_eq!(w.grad().unwrap().shape(), &[4, 8, 3, 3]);
+        let xg = x.detach().requires_grad_(true);
+        let wd = w.detach();
+        let y = xg.conv2d(&wd, None, win);
+        y.sum().backward();
+        assert_eq!(xg.grad().unwrap().shape(), &[20, 8, 16, 16]);
+        assert!(wd.grad().is_none());
+        // The weight, saved for the input's gradient, written after the forward pass.
+        let wm = w.detach();
+        let xg2 = x.detach().requires_grad_(true);
+        let y = xg2.conv2d(&wm, None, win);
+        wm.fill_(2.0);
+        let err = y.sum().try_backward().unwrap_err();
+        assert!(err.to_string().contains("conv2d"), "{err}");
+    }
+
+    /// A gradient computed with `create_graph` is itself differentiable: the weight's
+    /// gradient of `Σ (∂L/∂x)²` through the recorded backward pass matches the composed ops'.
+    #[test]
+    fn conv2d_gradients_are_differentiable() {
+        use namedtensor::autograd::{BackwardOptions, grad};
+        let win = Window2d {
+            kernel: (3, 3),
+            stride: (2, 1),
+            padding: (1, 1),
+            dilation: (1, 1),
+        };
+        let x = DynTensor::<f64>::randn(&[9, 6, 20, 20], 4).requires_grad_(true);
+        let w0 = DynTensor::<f64>::randn(&[3, 6, 3, 3], 5);
+        let b0 = DynTensor::<f64>::randn(&[3], 6);
+        type Conv<'a> =
+            dyn Fn(&DynTensor<f64>, &DynTensor<f64>, &DynTensor<f64>) -> DynTensor<f64> + 'a;
+        let second = |conv: &Conv| {
+            let (w, b) = (
+                w0.detach().requires_grad_(true),
+                b0.detach().requires_grad_(true),
+            );
+            let y = conv(&x, &w, &b);
+            let create = BackwardOptions::create_graph();
+            let gx = grad(&[&y.square().sum()], None, &[&x], create)
+                .unwrap()
+                .remove(0);
+            let gx = gx.unwrap();
+            let gw = grad(
+                &[&gx.square().sum()],
+                None,
+                &[&w],
+                BackwardOptions::default(),
+            );
+            gw.unwrap().remove(0).unwrap()
+        };
+        let a = second(&|x, w, b| x.conv2d(w, Some(b), win));
+        let b = second(&|x, w, b| composed(x, w, Some(b), win));
+        for (p, q) in a.to_vec().into_iter().zip(b.to_vec()) {
+            assert!((p - q).abs() <= 1e-8 * (1.0 + q.abs()), "{p} vs {q}");
+        }
+    }
+}
+
 #[test]
 fn attention_checks_its_geometry_and_names_its_parameters() {
     dims! { Heads, HeadDim }

@@ -5,6 +5,7 @@
 //! grad mode on), so every gradient is itself differentiable.
 
 mod along;
+mod conv;
 mod index;
 mod matmul;
 mod norm;
@@ -13,6 +14,7 @@ mod reduce;
 pub(crate) mod view_grad;
 
 pub(crate) use along::{cat, cumprod, cumsum, same_op, softmax};
+pub(crate) use conv::conv2d;
 pub(crate) use index::{gather, index_select, scatter_add};
 pub(crate) use matmul::matmul;
 pub(crate) use norm::normalize;
