@@ -581,8 +581,10 @@ pub(crate) fn conv2d_grads<E: Float>(
         };
         let gw = match x {
             Some(x) => {
+                // `[len, taps, O]`: the windows' rows are the product's left rows, read in
+                // place (`g · colsᵀ` packs both operands first; BENCHMARKS.md, session 28).
                 let cols = windows_of_piece(x, plan, piece)?;
-                let per_image = gp.try_matmul(&cols.try_transpose(1, 2)?)?;
+                let per_image = cols.try_matmul(&gp.try_transpose(1, 2)?)?;
                 let mask = [true, false, false];
                 Some(crate::ops::reduce_keepdim(
                     "conv2d",
@@ -611,6 +613,12 @@ pub(crate) fn conv2d_grads<E: Float>(
     };
     let (kh, kw) = plan.window.kernel;
     let gw = gw
+        .map(|t| {
+            t.try_reshape(&[taps, o])?
+                .try_transpose(0, 1)?
+                .try_contiguous()
+        })
+        .transpose()?
         .map(|t| t.try_reshape(&[o, plan.c as isize, kh as isize, kw as isize]))
         .transpose()?;
     Ok([gx, gw, gb])
