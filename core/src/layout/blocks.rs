@@ -170,7 +170,7 @@ impl<const N: usize> Coalesced<N> {
     /// The multi-index over the outer dims of row `row` and its start positions.
     fn row_start(&self, row: usize) -> (Vec<usize>, [usize; N]) {
         let outer = self.sizes.len().saturating_sub(1);
-        let mut idx = vec![0usize; outer];
+        let mut idx = super::zeroed(outer);
         let mut rem = row;
         for d in (0..outer).rev() {
             idx[d] = rem % self.sizes[d];

@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// ```
 pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let rank = a.len().max(b.len());
-    let mut out = vec![0; rank];
+    let mut out = super::zeroed(rank);
     for i in 0..rank {
         let sa = if i < a.len() { a[a.len() - 1 - i] } else { 1 };
         let sb = if i < b.len() { b[b.len() - 1 - i] } else { 1 };

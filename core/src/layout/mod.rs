@@ -61,7 +61,7 @@ impl Layout {
             Error::overflow("shape", format!("the element count of shape {sizes:?}"))
         })?;
         let r = sizes.len();
-        let mut dims = vec![0; 2 * r].into_boxed_slice();
+        let mut dims = zeroed(2 * r).into_boxed_slice();
         dims[..r].copy_from_slice(sizes);
         fill_contiguous_strides(sizes, &mut dims[r..]);
         Ok(Layout { dims, offset: 0 })
@@ -434,9 +434,17 @@ pub fn checked_numel(sizes: &[usize]) -> Option<usize> {
 /// ```
 pub fn contiguous_strides(sizes: &[usize]) -> Option<Vec<usize>> {
     checked_numel(sizes)?;
-    let mut strides = vec![0; sizes.len()];
+    let mut strides = zeroed(sizes.len());
     fill_contiguous_strides(sizes, &mut strides);
     Some(strides)
+}
+
+/// `n` zeros, written into a plain allocation: `vec![0; n]` asks the allocator for zeroed
+/// memory, and glibc's `calloc` bypasses its per-thread cache of small blocks, which made it
+/// a fifth of a tiny tensor's add, where these few words per layout are allocated
+/// (BENCHMARKS.md, session 28). [`contiguous_strides`] shows it at work.
+pub(crate) fn zeroed(n: usize) -> Vec<usize> {
+    std::iter::repeat_n(0, n).collect()
 }
 
 /// Writes the row-major strides of `sizes` (whose element count fits `usize`) into `strides`.

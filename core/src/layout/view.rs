@@ -199,7 +199,7 @@ impl Layout {
         }
         let lead = sizes.len() - rank;
         let mut out = Layout {
-            dims: vec![0; 2 * sizes.len()].into_boxed_slice(),
+            dims: super::zeroed(2 * sizes.len()).into_boxed_slice(),
             offset: self.offset,
         };
         let (out_sizes, out_strides) = out.parts_mut();
@@ -424,7 +424,7 @@ pub fn view_strides(sizes: &[usize], strides: &[usize], new_sizes: &[usize]) -> 
             contiguous_strides(new_sizes)
         };
     }
-    let mut new_strides = vec![0usize; new_sizes.len()];
+    let mut new_strides = super::zeroed(new_sizes.len());
     let mut view_d = new_sizes.len() as isize - 1;
     let mut chunk_base_stride = *strides.last().unwrap();
     let mut tensor_numel = 1usize;
