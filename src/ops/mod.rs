@@ -212,6 +212,18 @@ pub(crate) fn binary_scalar<E: Element, O: Element>(
     s: C<O>,
     scalar_left: bool,
 ) -> Result<DynTensor<O>> {
+    if !autograd::tracks(t) && fits::<E, O>() {
+        // Nothing to record: the backend reads the scalar as it is (no tensor for it).
+        let buf = dispatch::binary_scalar::<E, C<O>, O>(
+            op,
+            bop,
+            t.storage(),
+            t.layout(),
+            s,
+            scalar_left,
+        )?;
+        return DynTensor::from_contiguous_buffer(buf, t.shape());
+    }
     let s = scalar_on(s, t.device())?;
     if scalar_left {
         binary::<C<O>, E, O>(op, bop, &s, t)

@@ -560,6 +560,62 @@ fn bool_arithmetic_follows_pytorch() {
     assert_eq!((&a * 0.5).to_vec(), vec![0.5f32, 0.5, 0.0, 0.0]);
 }
 
+proptest! {
+    /// A number operand (read by the backend as it is, without a tensor of its own, where
+    /// nothing is recorded) against the definition: each element with the number, in the
+    /// output's compute type and rounded once, on both sides, on every kind of view; and
+    /// against the recorded path (which puts the number in a 0-d tensor), bit for bit.
+    #[test]
+    fn scalar_operands_match_the_definition_on_every_view(
+        shape in shape(0..=3, 0..5), kind in view_kind(), s in -4.0f64..4.0, seed in 0u64..100,
+    ) {
+        let t = make_view::<f32>(&shape, kind, seed);
+        let h = make_view::<f16>(&shape, kind, seed);
+        let i = make_view::<i32>(&shape, kind, seed);
+        let sf = s as f32;
+        let si = s as i32;
+        type F32Case = (fn(&DynTensor<f32>, f64) -> DynTensor<f32>, fn(f32, f32) -> f32);
+        let cases: [F32Case; 6] = [
+            (|t, s| t + s, |x, s| x + s),
+            (|t, s| s - t, |x, s| s - x),
+            (|t, s| t * s, |x, s| x * s),
+            (|t, s| t / s, |x, s| x / s),
+            (|t, s| s / t, |x, s| s / x),
+            (|t, s| t.maximum_scalar(s), f32::max),
+        ];
+        for (k, (op, def)) in cases.iter().enumerate() {
+            let got = op(&t, s);
+            let want: Vec<f32> = t.to_vec().into_iter().map(|x| def(x, sf)).collect();
+            prop_assert_eq!(got.shape(), t.shape());
+            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            prop_assert_eq!(bits(got.to_vec()), bits(want), "f32 case {}", k);
+            // The recorded path: the number as a 0-d tensor.
+            let tracked = op(&t.detach().requires_grad_(true), s).detach();
+            prop_assert_eq!(bits(tracked.to_vec()), bits(got.to_vec()), "recorded, case {}", k);
+            // f16: computed in f32, rounded once.
+            let got = op_half(&h, s, k);
+            let want: Vec<f16> =
+                h.to_vec().into_iter().map(|x| f16::from_f32(def(x.to_f32(), sf))).collect();
+            prop_assert_eq!(got.to_vec(), want, "f16 case {}", k);
+        }
+        let (prod, diff): (DynTensor<i32>, DynTensor<i32>) = (&i * si as i64, si as i64 - &i);
+        prop_assert_eq!(prod.to_vec(), i.to_vec().iter().map(|x| x * si).collect::<Vec<_>>());
+        prop_assert_eq!(diff.to_vec(), i.to_vec().iter().map(|x| si - x).collect::<Vec<_>>());
+    }
+}
+
+/// The `k`-th case of `scalar_operands_match_the_definition_on_every_view` on an f16 tensor.
+fn op_half(h: &DynTensor<f16>, s: f64, k: usize) -> DynTensor<f16> {
+    match k {
+        0 => h + s,
+        1 => s - h,
+        2 => h * s,
+        3 => h / s,
+        4 => s / h,
+        _ => h.maximum_scalar(s),
+    }
+}
+
 #[test]
 fn scalar_operands_on_both_sides() {
     let a = DynTensor::from_vec(vec![1.0f32, 2.0, 4.0], &[3]);

@@ -142,6 +142,26 @@ pub trait Backend {
         lb: &Layout,
     ) -> Result<Self::Buffer<O>>;
 
+    /// `bop(a, s)` elementwise over `la` (`bop(s, a)` where `scalar_left`) for one value `s`
+    /// (the number of `x * 2.0`), stored as `O`; `A` and `B` as in [`Backend::binary`]. By
+    /// default `s` goes into a one-element buffer on `a`'s device, read at every position.
+    fn binary_scalar<A: Element, B: Element, O: Element>(
+        op: &'static str,
+        bop: BinaryOp,
+        a: &Self::Buffer<A>,
+        la: &Layout,
+        s: B,
+        scalar_left: bool,
+    ) -> Result<Self::Buffer<O>> {
+        let one = Self::from_host(op, Self::device(a), &[s])?;
+        let ls = Layout::repeated(la.sizes());
+        if scalar_left {
+            Self::binary(op, bop, &one, &ls, a, la)
+        } else {
+            Self::binary(op, bop, a, la, &one, &ls)
+        }
+    }
+
     /// `x = bop(x, y)` through `dst`, with `y` from `src` (of type `E` or `E`'s compute type).
     fn binary_<E: Element, B: Element>(
         op: &'static str,

@@ -123,6 +123,19 @@ pub fn binary<A: Element, B: Element, O: Element>(
     )
 }
 
+/// `bop(a, s)` (or `bop(s, a)` where `scalar_left`) for the one value `s`.
+pub fn binary_scalar<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    bop: BinaryOp,
+    a: &Storage<A>,
+    la: &Layout,
+    s: B,
+    scalar_left: bool,
+) -> Result<Buffer<O>> {
+    let g = a.read();
+    on_backend!(op, (&*g => x), K => K::binary_scalar::<A, B, O>(op, bop, x, la, s, scalar_left), new_buffer)
+}
+
 /// `bop` in place through `dst` over `buf`, with the second operand from `src`.
 #[doc(hidden)]
 pub fn binary_<E: Element, B: Element>(

@@ -67,6 +67,17 @@ impl Layout {
         Ok(Layout { dims, offset: 0 })
     }
 
+    /// `sizes` all read from one element at offset 0 (stride 0 everywhere): a scalar broadcast
+    /// to a shape.
+    ///
+    /// ```
+    /// let l = namedtensor::Layout::repeated(&[2, 3]);
+    /// assert_eq!((l.sizes(), l.strides(), l.required_storage_len()), (&[2, 3][..], &[0, 0][..], 1));
+    /// ```
+    pub fn repeated(sizes: &[usize]) -> Layout {
+        Layout::from_pairs(sizes.iter().map(|&size| (size, 0)), 0)
+    }
+
     /// A layout from raw parts, checked for equal lengths and for overflow of the largest
     /// reachable index. Whether it fits a storage is checked by the caller.
     ///

@@ -578,6 +578,24 @@ impl Backend for Cpu {
         ))))
     }
 
+    /// The scalar read from the stack: no buffer of its own.
+    fn binary_scalar<A: Element, B: Element, O: Element>(
+        op: &'static str,
+        bop: BinaryOp,
+        a: &Vec<A>,
+        la: &Layout,
+        s: B,
+        scalar_left: bool,
+    ) -> Result<Vec<O>> {
+        reserve::<O>(op, la.numel())?;
+        let (one, ls) = ([s], Layout::repeated(la.sizes()));
+        Ok(dtype_match!(O::DTYPE, T => retype_vec(if scalar_left {
+            T::binary(bop, operand::<B, T>(&one), &ls, operand::<A, T>(a), la)
+        } else {
+            T::binary(bop, operand::<A, T>(a), la, operand::<B, T>(&one), &ls)
+        })))
+    }
+
     fn binary_<E: Element, B: Element>(
         _op: &'static str,
         bop: BinaryOp,
