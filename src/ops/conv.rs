@@ -478,17 +478,20 @@ fn piece_count<E: Element>(plan: &ConvPlan) -> usize {
     }
 }
 
-/// `f` over the plan's pieces, in order. Where grad mode is off (nothing is recorded), the
-/// pieces are split between the threads, each running its pieces' ops on its own
-/// ([`crate::backend::cpu::parallel::map_on_threads`]; grad mode is off there too), since
-/// a piece's ops are too small to gain from being split again. Where grad mode is on, the
-/// ops must record on this thread: the pieces run here, one after the other.
+/// `f` over the plan's pieces, in order. Where grad mode is off (nothing is recorded) and
+/// there are pieces for every thread, the pieces are split between the threads, each running
+/// its pieces' ops on its own ([`crate::backend::cpu::parallel::map_on_threads`]; grad mode
+/// is off there too), since a piece's ops are too small to gain from being split again.
+/// Where grad mode is on, the ops must record on this thread: the pieces run here, one after
+/// the other, as they do where there are fewer pieces than threads.
 fn map_pieces<R: Send>(
     plan: &ConvPlan,
     f: impl Fn((usize, usize)) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
     let pieces: Vec<(usize, usize)> = plan.pieces().collect();
-    if crate::autograd::is_grad_enabled() {
+    // Fewer pieces than threads (a batch of fewer images than threads): the pieces one after
+    // the other, each op split across every thread, rather than threads left idle.
+    if crate::autograd::is_grad_enabled() || pieces.len() < crate::num_threads() {
         return pieces.into_iter().map(f).collect();
     }
     crate::backend::cpu::parallel::map_on_threads(pieces, |piece| {
