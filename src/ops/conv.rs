@@ -277,11 +277,10 @@ impl<E: Float> DynTensor<E> {
             "the weight's taps per output channel C × KH × KW =",
             &[c, window.kernel.0, window.kernel.1],
         )?;
-        // `window_shape` checks KH·KW·OH·OW, so that OH·OW fits `isize` below.
-        window_shape(
+        // KH·KW·OH·OW checked, so that OH·OW fits `isize` below.
+        checked_count(
             OP,
             "the number of window entries",
-            &[],
             &[window.kernel.0, window.kernel.1, oh, ow],
         )?;
         let mut plan = ConvPlan {
@@ -619,10 +618,9 @@ pub(crate) fn conv2d_grads<E: Float>(
         .map(|t| {
             t.try_reshape(&[taps, o])?
                 .try_transpose(0, 1)?
-                .try_contiguous()
+                .try_contiguous()?
+                .try_reshape(&[o, plan.c as isize, kh as isize, kw as isize])
         })
-        .transpose()?
-        .map(|t| t.try_reshape(&[o, plan.c as isize, kh as isize, kw as isize]))
         .transpose()?;
     Ok([gx, gw, gb])
 }

@@ -452,8 +452,7 @@ fn chunks_in_ranges<T: Send>(
 mod tests {
     use super::*;
 
-    /// Every item runs exactly once and sees its own data, for 0 to 5 items, from several
-    /// calling threads at once (their jobs interleave on the one pool).
+    /// Results come back in the items' order, and inside an item kernels see one thread.
     #[test]
     fn map_on_threads_keeps_the_order_and_runs_items_on_one_thread_each() {
         set_num_threads(2);
@@ -472,6 +471,8 @@ mod tests {
         assert_eq!(out, (0..40).map(|i| i * i).collect::<Vec<_>>());
     }
 
+    /// Every item runs exactly once and sees its own data, for 0 to 5 items, from several
+    /// calling threads at once (their jobs interleave on the one pool).
     #[test]
     fn with_caller_runs_every_item_once() {
         std::thread::scope(|scope| {
