@@ -233,11 +233,11 @@ pub fn vec_into<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
     }
     let n = v.len();
     let layout = Layout::contiguous(&[n]).expect("a vector's length fits a layout");
-    super::pointwise::build([&layout, &layout], |out, st, _| {
+    super::pointwise::build(&[n], [&layout], |out, [start], _| {
         super::pointwise::unary::<T, T, T, E>(
             out,
             &v,
-            st[1],
+            start,
             1,
             &|x| x,
             super::vmath::Isa::Baseline,

@@ -29,9 +29,8 @@ pub fn map_to_vec<E: Copy + Sync, F: Copy + Send>(
     if let Some(out) = tiled_to_vec(src, layout, &Mapped(&f)) {
         return out;
     }
-    let out_layout = Layout::contiguous(layout.sizes()).expect("numel is checked in layouts");
-    let store = Store::for_output::<F>(out_layout.numel());
-    super::pointwise::build([&out_layout, layout], |out, [_, start], [_, stride]| {
+    let store = Store::for_output::<F>(layout.numel());
+    super::pointwise::build(layout.sizes(), [layout], |out, [start], [stride]| {
         if stride == 1 {
             map_into(store, out, &src[start..start + out.len()], &f);
         } else {
@@ -138,8 +137,7 @@ pub fn fill_strided<E: Copy>(dst: &mut [E], layout: &Layout, value: E) {
 
 /// `len` copies of `value`, written by the pool threads into a pooled (huge-page) buffer.
 pub fn full<E: Copy + Send + Sync>(len: usize, value: E) -> Vec<E> {
-    let layout = Layout::contiguous(&[len]).expect("a buffer's length fits a layout");
-    pointwise::build([&layout], |out, _, _| {
+    pointwise::build(&[len], [], |out, [], []| {
         for o in out {
             o.write(value);
         }

@@ -25,16 +25,15 @@ pub fn map_new<S: Element, T: Element, U: Element, O: Element, const VEC: bool>(
     layout: &Layout,
     f: impl Fn(T) -> U + Sync,
 ) -> Vec<O> {
-    let out_layout = Layout::contiguous(layout.sizes()).expect("a valid layout's sizes");
-    let store = Store::for_output::<O>(out_layout.numel());
-    pointwise::build([&out_layout, layout], |out, st, sd| {
+    let store = Store::for_output::<O>(layout.numel());
+    pointwise::build(layout.sizes(), [layout], |out, [start], [stride]| {
         vectorized_if!(VEC || O::DTYPE.is_half(), |isa| pointwise::unary::<
             S,
             T,
             U,
             O,
         >(
-            out, src, st[1], sd[1], &f, isa, store
+            out, src, start, stride, &f, isa, store
         ))
     })
 }
@@ -48,10 +47,9 @@ pub fn zip_new<A: Element, B: Element, T: Element, U: Element, O: Element, const
     lb: &Layout,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Vec<O> {
-    let out_layout = Layout::contiguous(la.sizes()).expect("a valid layout's sizes");
-    let store = Store::for_output::<O>(out_layout.numel());
-    pointwise::build([&out_layout, la, lb], |out, st, sd| {
-        let (a, b) = (In::new(a, st[1], sd[1]), In::new(b, st[2], sd[2]));
+    let store = Store::for_output::<O>(la.numel());
+    pointwise::build(la.sizes(), [la, lb], |out, st, sd| {
+        let (a, b) = (In::new(a, st[0], sd[0]), In::new(b, st[1], sd[1]));
         vectorized_if!(VEC || O::DTYPE.is_half(), |isa| {
             pointwise::binary::<A, B, T, U, O>(out, a, b, &f, isa, store)
         })
@@ -92,13 +90,12 @@ pub fn select_new<E: Element>(
     b: &[E],
     lb: &Layout,
 ) -> Vec<E> {
-    let out_layout = Layout::contiguous(la.sizes()).expect("a valid layout's sizes");
-    pointwise::build([&out_layout, lc, la, lb], |out, st, sd| {
+    pointwise::build(la.sizes(), [lc, la, lb], |out, st, sd| {
         pointwise::select::<E, E, E>(
             out,
-            In::new(cond, st[1], sd[1]),
-            In::new(a, st[2], sd[2]),
-            In::new(b, st[3], sd[3]),
+            In::new(cond, st[0], sd[0]),
+            In::new(a, st[1], sd[1]),
+            In::new(b, st[2], sd[2]),
         )
     })
 }

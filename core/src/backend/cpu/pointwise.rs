@@ -1,9 +1,9 @@
 //! Pointwise kernels: the two traversal engines and the typed row loops built on them.
 //!
 //! # Engines
-//! - [`build`] makes a fresh row-major output: operand 0 is the output, the others are inputs
-//!   seen through layouts of the same shape (broadcast inputs are `expand`ed views, stride 0,
-//!   never copies). The operands are walked jointly with [`Coalesced`], the output is split into
+//! - [`build`] makes a fresh row-major output from inputs seen through layouts of its shape
+//!   (broadcast inputs are `expand`ed views, stride 0, never copies). The inputs are walked
+//!   jointly with [`Coalesced`] in the output's order, the output is split into
 //!   disjoint element ranges across the thread pool, and every element is written exactly
 //!   once into uninitialised memory taken from the buffer pool.
 //! - [`apply`] writes through a strided destination (operand 0). Dims are visited in the
@@ -130,19 +130,21 @@ impl<const M: usize> Iterator for Segments<'_, M> {
     }
 }
 
-/// A fresh row-major buffer for `layouts[0]` (the output: contiguous from offset 0), filled by
-/// `row(out_segment, starts, strides)` where `starts`/`strides` give every operand's position
-/// and step for that segment (operand 0's are the output's and can be ignored).
+/// A fresh row-major buffer of shape `sizes` (the shape of every layout in `inputs`), filled
+/// by `row(out_segment, starts, strides)` where `starts`/`strides` give every input's
+/// position and step for that segment. The output needs no layout of its own: its segments
+/// follow each other in the order the walk yields them.
 ///
-/// The engine is compiled once per output type and operand count, not once per kernel: it
+/// The engine is compiled once per output type and input count, not once per kernel: it
 /// calls the kernel through `&dyn Fn` once per parallel chunk, with the chunk's [`Segments`],
 /// over which the kernel's own loop (inlined here, with `row`) runs.
 #[inline(always)]
 pub fn build<O: Send, const M: usize>(
-    layouts: [&Layout; M],
+    sizes: &[usize],
+    inputs: [&Layout; M],
     row: impl Fn(&mut [MaybeUninit<O>], [usize; M], [usize; M]) + Sync,
 ) -> Vec<O> {
-    build_rows(layouts, &|chunk, segments| {
+    build_rows(sizes, inputs, &|chunk, segments| {
         let strides = segments.strides;
         let mut done = 0;
         for (starts, len) in segments {
@@ -155,13 +157,15 @@ pub fn build<O: Send, const M: usize>(
 
 /// [`build`]'s engine: `chunk(part, segments)` must write every slot of `part`.
 fn build_rows<O: Send, const M: usize>(
-    layouts: [&Layout; M],
+    sizes: &[usize],
+    inputs: [&Layout; M],
     chunk: &(dyn Fn(&mut [MaybeUninit<O>], Segments<'_, M>) + Sync),
 ) -> Vec<O> {
-    let n = layouts[0].numel();
-    debug_assert!(layouts[0].is_contiguous() && layouts[0].offset() == 0);
-    // Operands in the output's order, or one element broadcast to all (a scalar operand),
-    // need no walk: what a small op would spend most of its time building.
+    debug_assert!(inputs.iter().all(|l| l.sizes() == sizes));
+    // The sizes are a valid layout's, so their product fits.
+    let n = sizes.iter().product();
+    // Inputs in the output's order, or one element broadcast to all (a scalar operand), need
+    // no walk: what a small op would spend most of its time building.
     let flat_step = |l: &Layout| {
         if l.is_contiguous() {
             Some(1)
@@ -171,10 +175,10 @@ fn build_rows<O: Send, const M: usize>(
             None
         }
     };
-    let steps = layouts.map(flat_step);
+    let steps = inputs.map(flat_step);
     let flat = steps.iter().all(Option::is_some);
-    let walk = (!flat).then(|| walk_in_logical_order(layouts));
-    let (offsets, strides) = (layouts.map(|l| l.offset()), steps.map(|s| s.unwrap_or(0)));
+    let walk = (!flat).then(|| walk_in_logical_order(sizes, inputs));
+    let (offsets, strides) = (inputs.map(|l| l.offset()), steps.map(|s| s.unwrap_or(0)));
     let mut out = take_buffer::<O>(n);
     for_each_chunk_mut(
         &mut out.spare_capacity_mut()[..n],
@@ -195,13 +199,13 @@ fn build_rows<O: Send, const M: usize>(
     out
 }
 
-/// The joint walk of `layouts` in the row-major order of their shape.
+/// The joint walk of `layouts` (of shape `sizes`) in the row-major order of that shape.
 ///
 /// This and [`walk_in_memory_order`] are generic over the operand count only: inside the
 /// engines, which are compiled once per kernel, their closures and sorts would be too.
-fn walk_in_logical_order<const M: usize>(layouts: [&Layout; M]) -> Coalesced<M> {
+fn walk_in_logical_order<const M: usize>(sizes: &[usize], layouts: [&Layout; M]) -> Coalesced<M> {
     Coalesced::new(
-        layouts[0].sizes(),
+        sizes,
         layouts.map(|l| l.strides()),
         layouts.map(|l| l.offset()),
     )
