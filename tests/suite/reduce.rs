@@ -730,6 +730,24 @@ proptest! {
         }
     }
 
+    /// Rows that are contiguous and fit one leaf are folded in one vectorised call per chunk
+    /// of outputs; the order of the additions is the one every other traversal uses, so the
+    /// sums equal, bit for bit, those of the same rows read with a step (up to 256 elements,
+    /// where a strided row is one block).
+    #[test]
+    fn prop_contiguous_row_sums_are_the_strided_ones_bit_for_bit(
+        rows in 1usize..40,
+        len in 1usize..=256,
+        seed in any::<u64>(),
+    ) {
+        let wide = DynTensor::<f32>::randn(&[rows, len, 2], seed);
+        let stepped = wide.select(2, 0);
+        let dense = stepped.contiguous();
+        prop_assert!(dense.is_contiguous() && !stepped.is_contiguous());
+        prop_assert_eq!(dense.sum_dim(1, false).to_vec(), stepped.sum_dim(1, false).to_vec());
+        prop_assert_eq!(dense.mean_dim(1, true).to_vec(), stepped.mean_dim(1, true).to_vec());
+    }
+
     /// The backend's softmax gradient (what `backward` runs) against the formula composed of
     /// ops, on views of every kind for both operands, along every dim, in f64 and f32 (and
     /// bf16 computed in f32, against the formula in f32 on the same rounded values).

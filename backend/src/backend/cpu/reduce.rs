@@ -121,7 +121,7 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
     }
 
     /// Combines the lanes as a balanced tree.
-    #[inline]
+    #[inline(always)]
     fn collapse(&self, mut acc: Lanes<A>) -> A {
         let mut w = LANES;
         while w > 1 {
@@ -140,13 +140,25 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
         M: Fn(T) -> A,
     {
         if x.len() < 2 * LANES {
+            return self.leaf_in(x);
+        }
+        self.collapse(self.lanes(x))
+    }
+
+    /// [`Fold::leaf`] in the caller's instruction set (see [`Fold::lanes_in`]).
+    #[inline(always)]
+    fn leaf_in<T: Copy>(&self, x: &[T]) -> A
+    where
+        M: Fn(T) -> A,
+    {
+        if x.len() < 2 * LANES {
             let mut acc = self.identity;
             for &v in x {
                 acc = self.c(acc, (self.map)(v));
             }
             return acc;
         }
-        self.collapse(self.lanes(x))
+        self.collapse(self.lanes_in(x))
     }
 }
 
@@ -371,18 +383,27 @@ where
     let threads_wanted = task_count(k * r, MIN_TASK);
     if k >= 2 * threads_wanted || threads_wanted == 1 {
         // Parallel over outputs.
+        let leaves_in_place = match as_type::<S, T>(src) {
+            Some(s) if single_run && rin == 1 && r <= LEAF => Some(s),
+            _ => None,
+        };
         for_each_chunk_mut(
             &mut out.spare_capacity_mut()[..k],
             task_count(k * r, MIN_TASK).min(k),
             1,
-            |range, chunk: &mut [MaybeUninit<O>]| {
-                let mut done = 0;
-                for_each_segment(&kept, range, |[b, _], len| {
-                    for (i, o) in chunk[done..done + len].iter_mut().enumerate() {
-                        o.write(finish(reduce_at(b + i * kin, 0..r)));
-                    }
-                    done += len;
-                });
+            |range, chunk: &mut [MaybeUninit<O>]| match leaves_in_place {
+                // Every output one contiguous leaf: the chunk's outputs in one vectorised call
+                // rather than a call per output (the same operations in the same order; a
+                // short row's call cost more than its additions).
+                Some(s) => vectorized(
+                    #[inline(always)]
+                    || {
+                        fill(&kept, range, chunk, kin, |b| {
+                            finish(fold.leaf_in(&s[b..b + r]))
+                        })
+                    },
+                ),
+                None => fill(&kept, range, chunk, kin, |b| finish(reduce_at(b, 0..r))),
             },
         );
     } else {
@@ -409,6 +430,25 @@ where
     // SAFETY: both branches wrote all `k` outputs.
     unsafe { out.set_len(k) };
     out
+}
+
+/// Writes `chunk`, the outputs of `range` in the kept walk's order, with `one(base)`, the
+/// output whose reduced elements start at `base`.
+#[inline(always)]
+fn fill<O>(
+    kept: &Coalesced<2>,
+    range: std::ops::Range<usize>,
+    chunk: &mut [MaybeUninit<O>],
+    kin: usize,
+    one: impl Fn(usize) -> O,
+) {
+    let mut done = 0;
+    for_each_segment(kept, range, |[b, _], len| {
+        for (i, o) in chunk[done..done + len].iter_mut().enumerate() {
+            o.write(one(b + i * kin));
+        }
+        done += len;
+    });
 }
 
 /// A cascade of accumulator vectors (see [`Cascade`]).
