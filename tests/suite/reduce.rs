@@ -748,6 +748,19 @@ proptest! {
         prop_assert_eq!(dense.mean_dim(1, true).to_vec(), stepped.mean_dim(1, true).to_vec());
     }
 
+    /// Rows longer than a leaf go through the same cascade whether many are summed at once
+    /// or one at a time.
+    #[test]
+    fn prop_long_row_sums_are_each_rows_sum_bit_for_bit(
+        rows in 1usize..6,
+        len in 1025usize..5000,
+        seed in any::<u64>(),
+    ) {
+        let x = DynTensor::<f32>::randn(&[rows, len], seed);
+        let each: Vec<f32> = (0..rows).map(|i| x.select(0, i as isize).sum().item()).collect();
+        prop_assert_eq!(x.sum_dim(1, false).to_vec(), each);
+    }
+
     /// The backend's softmax gradient (what `backward` runs) against the formula composed of
     /// ops, on views of every kind for both operands, along every dim, in f64 and f32 (and
     /// bf16 computed in f32, against the formula in f32 on the same rounded values).

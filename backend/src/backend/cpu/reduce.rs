@@ -145,6 +145,23 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
         self.collapse(self.lanes(x))
     }
 
+    /// A contiguous run of any length folded in the caller's instruction set: a leaf, or its
+    /// leaves through a cascade and the lanes collapsed.
+    #[inline(always)]
+    fn run_in<T: Copy>(&self, x: &[T]) -> A
+    where
+        M: Fn(T) -> A,
+    {
+        if x.len() <= LEAF {
+            return self.leaf_in(x);
+        }
+        let mut cas = Cascade::new();
+        for leaf in x.chunks(LEAF) {
+            cas.push(self.lanes_in(leaf), &|a, b| self.add_lanes(a, b));
+        }
+        finish_lanes(&cas, self)
+    }
+
     /// [`Fold::leaf`] in the caller's instruction set (see [`Fold::lanes_in`]).
     #[inline(always)]
     fn leaf_in<T: Copy>(&self, x: &[T]) -> A
@@ -262,13 +279,7 @@ fn fold_run<S: Element, T: Element, A: Copy, M: Fn(T) -> A, C: Fn(A, A) -> A>(
         // same order).
         return vectorized(
             #[inline(always)]
-            || {
-                let mut cas = Cascade::new();
-                for leaf in s.chunks(LEAF) {
-                    cas.push(fold.lanes_in(leaf), &|a, b| fold.add_lanes(a, b));
-                }
-                finish_lanes(&cas, fold)
-            },
+            || fold.run_in(s),
         );
     }
     let mut cas = Cascade::new();
@@ -383,23 +394,23 @@ where
     let threads_wanted = task_count(k * r, MIN_TASK);
     if k >= 2 * threads_wanted || threads_wanted == 1 {
         // Parallel over outputs.
-        let leaves_in_place = match as_type::<S, T>(src) {
-            Some(s) if single_run && rin == 1 && r <= LEAF => Some(s),
+        let rows_in_place = match as_type::<S, T>(src) {
+            Some(s) if single_run && rin == 1 => Some(s),
             _ => None,
         };
         for_each_chunk_mut(
             &mut out.spare_capacity_mut()[..k],
             task_count(k * r, MIN_TASK).min(k),
             1,
-            |range, chunk: &mut [MaybeUninit<O>]| match leaves_in_place {
-                // Every output one contiguous leaf: the chunk's outputs in one vectorised call
+            |range, chunk: &mut [MaybeUninit<O>]| match rows_in_place {
+                // Every output one contiguous run: the chunk's outputs in one vectorised call
                 // rather than a call per output (the same operations in the same order; a
                 // short row's call cost more than its additions).
                 Some(s) => vectorized(
                     #[inline(always)]
                     || {
                         fill(&kept, range, chunk, kin, |b| {
-                            finish(fold.leaf_in(&s[b..b + r]))
+                            finish(fold.run_in(&s[b..b + r]))
                         })
                     },
                 ),
