@@ -743,7 +743,8 @@ proptest! {
         let wide = DynTensor::<f32>::randn(&[rows, len, 2], seed);
         let stepped = wide.select(2, 0);
         let dense = stepped.contiguous();
-        prop_assert!(dense.is_contiguous() && !stepped.is_contiguous());
+        // (One element is contiguous through any strides.)
+        prop_assert!(dense.is_contiguous() && (rows * len == 1 || !stepped.is_contiguous()));
         prop_assert_eq!(dense.sum_dim(1, false).to_vec(), stepped.sum_dim(1, false).to_vec());
         prop_assert_eq!(dense.mean_dim(1, true).to_vec(), stepped.mean_dim(1, true).to_vec());
     }
