@@ -530,9 +530,17 @@ fn conv_pieces<E: Float>(
     bias: Option<&DynTensor<E>>,
     plan: &ConvPlan,
 ) -> Result<DynTensor<E>> {
+    // Where nothing records and no autocast rounds the sum, the bias goes into each piece's
+    // product in place: the product is fresh, seen by nothing else, and still in cache.
+    let autocast = E::DTYPE == DType::F32 && crate::dtype::autocast::autocast_dtype().is_some();
+    let in_place = !(crate::autograd::is_grad_enabled() || autocast);
     let parts = map_pieces(plan, |piece| {
         let y = w.try_matmul(&windows_of_piece(x, plan, piece)?)?;
         match bias {
+            Some(b) if in_place => {
+                y.try_add_(b)?;
+                Ok(y)
+            }
             Some(b) => y.try_add_bias(b),
             None => Ok(y),
         }
