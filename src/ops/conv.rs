@@ -300,7 +300,7 @@ impl<E: Float> DynTensor<E> {
         // casts where an input requires grad (the gradients flow back through the same
         // casts): the batch stays one piece, computed by the ops on this thread (autocast is
         // a setting of the thread), and the ops' own formulas record the gradients.
-        let autocast = E::DTYPE == DType::F32 && crate::dtype::autocast::autocast_dtype().is_some();
+        let autocast = autocast_rounds::<E>();
         if self.device() == Device::Cpu && !autocast {
             plan.count = piece_count::<E>(&plan);
         }
@@ -521,6 +521,12 @@ fn joined<E: Element>(mut parts: Vec<DynTensor<E>>) -> Result<DynTensor<E>> {
     DynTensor::try_cat(&parts, 0)
 }
 
+/// Whether autocast runs an `E` convolution's product and bias in a lower dtype (f32 inside
+/// an autocast region, as [`DynTensor::try_add_bias`] rounds them).
+fn autocast_rounds<E: Element>() -> bool {
+    E::DTYPE == DType::F32 && crate::dtype::autocast::autocast_dtype().is_some()
+}
+
 /// `conv2d` of `x` `[N, C, H, W]` by `w` `[O, taps]` plus `bias` `[O, 1]`, as `[N, O, OH,
 /// OW]`: per piece of images, the windows ([`DynTensor::unfold2d`]) and their product with
 /// `w`. Made of recorded ops: differentiable where grad mode is on.
@@ -532,8 +538,7 @@ fn conv_pieces<E: Float>(
 ) -> Result<DynTensor<E>> {
     // Where nothing records and no autocast rounds the sum, the bias goes into each piece's
     // product in place: the product is fresh, seen by nothing else, and still in cache.
-    let autocast = E::DTYPE == DType::F32 && crate::dtype::autocast::autocast_dtype().is_some();
-    let in_place = !(crate::autograd::is_grad_enabled() || autocast);
+    let in_place = !(crate::autograd::is_grad_enabled() || autocast_rounds::<E>());
     let parts = map_pieces(plan, |piece| {
         let y = w.try_matmul(&windows_of_piece(x, plan, piece)?)?;
         match bias {

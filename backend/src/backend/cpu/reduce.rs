@@ -133,18 +133,6 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
         acc[0]
     }
 
-    /// Folds a slice (one leaf) to a value.
-    #[inline]
-    fn leaf<T: Copy>(&self, x: &[T]) -> A
-    where
-        M: Fn(T) -> A,
-    {
-        if x.len() < 2 * LANES {
-            return self.leaf_in(x);
-        }
-        self.collapse(self.lanes(x))
-    }
-
     /// A contiguous run of any length folded in the caller's instruction set: a leaf, or its
     /// leaves through a cascade and the lanes collapsed.
     #[inline(always)]
@@ -162,7 +150,8 @@ impl<A: Copy, M, C: Fn(A, A) -> A> Fold<A, M, C> {
         finish_lanes(&cas, self)
     }
 
-    /// [`Fold::leaf`] in the caller's instruction set (see [`Fold::lanes_in`]).
+    /// Folds a slice (one leaf) to a value, in the caller's instruction set (see
+    /// [`Fold::lanes_in`]): a short one in lane 0 alone, in order.
     #[inline(always)]
     fn leaf_in<T: Copy>(&self, x: &[T]) -> A
     where
@@ -271,8 +260,9 @@ fn fold_run<S: Element, T: Element, A: Copy, M: Fn(T) -> A, C: Fn(A, A) -> A>(
 ) -> A {
     if let (Some(s), 1) = (as_type::<S, T>(src), stride) {
         let s = &s[start..start + len];
-        if len <= LEAF {
-            return fold.leaf(s);
+        if len < 2 * LANES {
+            // One lane, added in order: nothing to vectorise.
+            return fold.leaf_in(s);
         }
         // Every leaf, the cascade and the collapse in one vectorised call, not a call per
         // leaf with the cascade's lane additions at the baseline (the same operations in the
