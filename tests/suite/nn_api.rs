@@ -789,6 +789,33 @@ mod unfold_prop {
             let (cb, sb) = (cols.to_dtype::<namedtensor::bf16>(), strided.to_dtype::<namedtensor::bf16>());
             prop_assert_eq!(cb.fold2d(win, (h, w)).to_vec(), sb.fold2d(win, (h, w)).to_vec());
         }
+
+        /// `unfold2d` of stride-1 windows as wide as the input over contiguous planes (each
+        /// tap's plane copied at once with the padding masked, where the shifted run lies
+        /// inside the buffer; row by row at the buffer's ends) against the same values laid
+        /// out column-major (copied entry by entry): equal, in f32 and u8 (copies by element
+        /// size). The input is a slice of a larger tensor, so that the runs of its first and
+        /// last planes read entries of the planes around it, which must not show.
+        #[test]
+        fn unfold2d_of_same_width_windows_matches_the_strided_path(
+            lead in proptest::collection::vec(1usize..4, 0..3), h in 1usize..20, w in 1usize..20,
+            kh in 1usize..5, half_kw in 0usize..3, ph in 0usize..3, dh in 1usize..3, dw in 1usize..3,
+            before in 0usize..2, after in 0usize..2, seed in 0u64..1000,
+        ) {
+            let (kw, pw) = (2 * half_kw + 1, dw * half_kw);
+            let win = Window2d { kernel: (kh, kw), stride: (1, 1), padding: (ph, pw), dilation: (dh, dw) };
+            let Ok((_, ow)) = win.output_size(h, w) else { return Ok(()) };
+            prop_assert_eq!(ow, w);
+            let planes: usize = lead.iter().product();
+            let all = DynTensor::<f32>::randn(&[before + planes + after, h, w], seed);
+            let mut shape: Vec<isize> = lead.iter().map(|&s| s as isize).collect();
+            shape.extend([h as isize, w as isize]);
+            let x = all.narrow(0, before as isize, planes).reshape(&shape);
+            let strided = x.transpose(-1, -2).contiguous().transpose(-1, -2);
+            prop_assert_eq!(x.unfold2d(win, -7.0).to_vec(), strided.unfold2d(win, -7.0).to_vec());
+            let (xb, sb) = (x.to_dtype::<u8>(), strided.to_dtype::<u8>());
+            prop_assert_eq!(xb.unfold2d(win, 200).to_vec(), sb.unfold2d(win, 200).to_vec());
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 //! # Invariants
 //! - the caller has checked that the window fits the input (`Window2d::output_size`), so
 //!   every coordinate [`Window2d::source`] gives is inside the input and every read below is
-//!   inside the view the layouts describe (and bounds-checked regardless);
+//!   inside the view the layouts describe (and bounds-checked regardless), but for the flat
+//!   paths' masked runs ([`FlatTaps`]): those read whole shifted planes, inside the buffer,
+//!   and keep only the entries inside the view;
 //! - `fold2d` adds each plane's taps into accumulators of the compute type in `(KH, KW, OH,
 //!   OW)` order; a tap `(a, b)` reaches an input element from at most one window, so every
 //!   element sums its contributions in `(a, b)` order, as the CUDA kernel (one thread per
@@ -97,6 +99,7 @@ pub fn unfold2d<W: Copy + Send + Sync>(
     // Stride 1 over rows of the input's width read as one run ("same" convolutions over
     // contiguous rows): consecutive output rows read consecutive input rows, `w` apart.
     let flat = (sh, sw, ws, ow) == (1, 1, 1, w) && hs == w;
+    let taps = flat.then(|| FlatTaps::new(window, (h, w), (oh, ow)));
     let lead = Coalesced::new(lead_sizes, [lead_strides], [layout.offset()]);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
@@ -109,69 +112,84 @@ pub fn unfold2d<W: Copy + Send + Sync>(
             let (mut a, mut b) = (tap / kw, tap % kw);
             let mut bases = lead_bases(&lead, l..leads);
             let [mut base] = bases.next().expect("the chunk has planes");
-            for dst in chunk.chunks_mut(plane) {
-                let (a, b, base) = {
-                    let current = (a, b, base);
-                    b += 1;
-                    if b == kw {
-                        (a, b) = (a + 1, 0);
-                        if a == kh {
-                            a = 0;
-                            if let Some([next]) = bases.next() {
-                                base = next;
+            // The chunk in the widest instruction set (the masked copies below vectorise).
+            vectorized(
+                #[inline(always)]
+                || {
+                    for dst in chunk.chunks_mut(plane) {
+                        let (a, b, base) = {
+                            let current = (a, b, base);
+                            b += 1;
+                            if b == kw {
+                                (a, b) = (a + 1, 0);
+                                if a == kh {
+                                    a = 0;
+                                    if let Some([next]) = bases.next() {
+                                        base = next;
+                                    }
+                                }
+                            }
+                            current
+                        };
+                        let tap = a * kw + b;
+                        if let Some(run) = taps.as_ref().and_then(|t| t.run(src, base, tap)) {
+                            // The whole plane at once, its padding masked: one vector
+                            // loop, however short the rows.
+                            masked_copy(dst, run, &taps.as_ref().expect("flat").masks[tap], pad);
+                            continue;
+                        }
+                        let (rows, cols) = (row_in[a].clone(), col_in[b].clone());
+                        if cols.is_empty() || rows.is_empty() {
+                            fill(dst, pad);
+                            continue;
+                        }
+                        fill(&mut dst[..rows.start * ow], pad);
+                        fill(&mut dst[rows.end * ow..], pad);
+                        // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
+                        let x0 = cols.start * sw + b * dw - pw;
+                        let y0 = rows.start * sh + a * dh - ph;
+                        if flat {
+                            // A plane whose shifted run leaves the input's buffer (the first
+                            // or last plane of a tensor): output row `i` is input row `y0 + i −
+                            // rows.start` shifted by the tap's column offset, and both are `w`
+                            // long: the inside rows are one run of the input, copied at once.
+                            // Entries that run over a row's end land in its padding columns,
+                            // which are written afterwards (and the run is clipped where it
+                            // would start before its first row or end after its last).
+                            let out = &mut dst[rows.start * ow..rows.end * ow];
+                            let (skip, end) = (cols.start, out.len() - (ow - cols.end));
+                            let first = base + y0 * hs + x0;
+                            let run = &src[first..first + (end - skip)];
+                            for (d, &v) in out[skip..end].iter_mut().zip(run) {
+                                d.write(v);
+                            }
+                            for row in out.chunks_mut(ow) {
+                                fill(&mut row[..cols.start], pad);
+                                fill(&mut row[cols.end..], pad);
+                            }
+                            continue;
+                        }
+                        for i in rows {
+                            let y = i * sh + a * dh - ph;
+                            let row = &mut dst[i * ow..(i + 1) * ow];
+                            fill(&mut row[..cols.start], pad);
+                            fill(&mut row[cols.end..], pad);
+                            let start = base + y * hs + x0 * ws;
+                            let row = &mut row[cols.clone()];
+                            if step == 1 {
+                                let len = row.len();
+                                for (d, &v) in row.iter_mut().zip(&src[start..start + len]) {
+                                    d.write(v);
+                                }
+                            } else {
+                                for (k, d) in row.iter_mut().enumerate() {
+                                    d.write(src[start + k * step]);
+                                }
                             }
                         }
                     }
-                    current
-                };
-                let (rows, cols) = (row_in[a].clone(), col_in[b].clone());
-                if cols.is_empty() || rows.is_empty() {
-                    fill(dst, pad);
-                    continue;
-                }
-                fill(&mut dst[..rows.start * ow], pad);
-                fill(&mut dst[rows.end * ow..], pad);
-                // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
-                let x0 = cols.start * sw + b * dw - pw;
-                let y0 = rows.start * sh + a * dh - ph;
-                if flat {
-                    // Output row `i` is input row `y0 + i − rows.start` shifted by the tap's
-                    // column offset, and both are `w` long: the inside rows are one run of the
-                    // input, copied at once. Entries that run over a row's end land in its
-                    // padding columns, which are written afterwards (and the run is clipped
-                    // where it would start before its first row or end after its last).
-                    let out = &mut dst[rows.start * ow..rows.end * ow];
-                    let (skip, end) = (cols.start, out.len() - (ow - cols.end));
-                    let first = base + y0 * hs + x0;
-                    let run = &src[first..first + (end - skip)];
-                    for (d, &v) in out[skip..end].iter_mut().zip(run) {
-                        d.write(v);
-                    }
-                    for row in out.chunks_mut(ow) {
-                        fill(&mut row[..cols.start], pad);
-                        fill(&mut row[cols.end..], pad);
-                    }
-                    continue;
-                }
-                for i in rows {
-                    let y = i * sh + a * dh - ph;
-                    let row = &mut dst[i * ow..(i + 1) * ow];
-                    fill(&mut row[..cols.start], pad);
-                    fill(&mut row[cols.end..], pad);
-                    let start = base + y * hs + x0 * ws;
-                    let row = &mut row[cols.clone()];
-                    if step == 1 {
-                        let len = row.len();
-                        for (d, &v) in row.iter_mut().zip(&src[start..start + len]) {
-                            d.write(v);
-                        }
-                    } else {
-                        for (k, d) in row.iter_mut().enumerate() {
-                            d.write(src[start + k * step]);
-                        }
-                    }
-                }
-            }
+                },
+            );
         },
     );
     // SAFETY: the chunks cover planes `0..planes` once each; in each plane the rows outside
@@ -195,6 +213,88 @@ fn inside_ranges(
         .map(|b| window.inside(1, b, w, ow))
         .collect();
     (rows, cols)
+}
+
+/// The flat paths' taps: at stride 1 over planes whose rows follow each other in memory
+/// (`OW = W`, rows `W` apart), output position `p` of tap `t = a·KW + b` reads input element
+/// `p + shifts[t]` of its plane, `shifts[t] = (a·dh − ph)·W + b·dw − pw`, wherever
+/// `masks[t][p]` (its row and its column inside the input); elsewhere that element is another
+/// row's or plane's, or none, and the tap reads padding.
+struct FlatTaps {
+    shifts: Vec<isize>,
+    masks: Vec<Vec<bool>>,
+    /// `OH·OW`, the length of every mask.
+    plane: usize,
+    /// How far before the input plane's start, and how far from there past its end, the
+    /// shifted positions reach (masked or not): an accumulator of `span` entries whose input
+    /// plane starts at `margin` takes every tap's whole plane (`fold2d`).
+    margin: usize,
+    span: usize,
+}
+
+impl FlatTaps {
+    fn new(window: &Window2d, (h, w): (usize, usize), (oh, ow): (usize, usize)) -> Self {
+        let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
+        let (kh, kw) = window.kernel;
+        let (dh, ph) = (window.dilation.0 as isize, window.padding.0 as isize);
+        let (dw, pw) = (window.dilation.1 as isize, window.padding.1 as isize);
+        let taps = (0..kh).flat_map(|a| (0..kw).map(move |b| (a, b)));
+        let shifts: Vec<isize> = taps
+            .clone()
+            .map(|(a, b)| (a as isize * dh - ph) * w as isize + b as isize * dw - pw)
+            .collect();
+        let margin = shifts
+            .iter()
+            .map(|&s| s.min(0).unsigned_abs())
+            .max()
+            .unwrap_or(0);
+        let end = shifts
+            .iter()
+            .map(|&s| margin.checked_add_signed(s).expect("margin ≥ −s") + oh * ow);
+        let span = end.chain([margin + h * w]).max().expect("the input plane");
+        let masks = taps
+            .map(|(a, b)| {
+                let mut mask = vec![false; oh * ow];
+                for i in row_in[a].clone() {
+                    mask[i * ow..][col_in[b].clone()].fill(true);
+                }
+                mask
+            })
+            .collect();
+        FlatTaps {
+            shifts,
+            masks,
+            plane: oh * ow,
+            margin,
+            span,
+        }
+    }
+
+    /// The `OH·OW` elements of `src` that tap `t` reads over the plane at `base`, where they
+    /// all lie inside `src` (masked or not).
+    fn run<'s, W>(&self, src: &'s [W], base: usize, t: usize) -> Option<&'s [W]> {
+        let start = base.checked_add_signed(self.shifts[t])?;
+        src.get(start..start.checked_add(self.plane)?)
+    }
+}
+
+/// `dst[p] = if mask[p] { src[p] } else { pad }` over `dst`: a select, not a branch, so that
+/// the loop vectorises (into one vector select per group of lanes).
+#[inline(always)]
+fn masked_copy<W: Copy>(dst: &mut [MaybeUninit<W>], src: &[W], mask: &[bool], pad: W) {
+    for ((d, &s), &m) in dst.iter_mut().zip(src).zip(mask) {
+        d.write(select_unpredictable(m, s, pad));
+    }
+}
+
+/// `acc[p] += src[p]` where `mask[p]`, `+0` elsewhere (exact: an accumulator that starts at
+/// `+0` is never `−0`), vectorised as [`masked_copy`].
+#[inline(always)]
+fn masked_add<E: Kernel + Element>(acc: &mut [E::Compute], src: &[E], mask: &[bool]) {
+    let zero = <E::Compute as Element>::ZERO;
+    for ((d, &s), &m) in acc.iter_mut().zip(src).zip(mask) {
+        *d = d.nadd(select_unpredictable(m, cast::<E, E::Compute>(s), zero));
+    }
 }
 
 fn fill<W: Copy>(row: &mut [MaybeUninit<W>], value: W) {
@@ -240,14 +340,7 @@ pub fn fold2d<E: Kernel + Element>(
     // ("same" convolutions): a tap's rows are one run of the plane shifted by a constant,
     // added at once with the columns outside the tap's inside range masked out.
     let flat = winners.is_none() && (sh, sw, sj, si) == (1, 1, 1, ow) && ow == w;
-    // For each tap column `b` whose inside range is not every column: whether each plane
-    // position's column is inside it.
-    let masks: Vec<Option<Vec<bool>>> = col_in
-        .iter()
-        .map(|js| {
-            (flat && *js != (0..ow)).then(|| (0..oh * ow).map(|p| js.contains(&(p % ow))).collect())
-        })
-        .collect();
+    let taps = flat.then(|| FlatTaps::new(window, (h, w), (oh, ow)));
     // The cols' and the winners' storage positions of each leading position.
     let (win_strides, win_offset) = winners.map_or((lead_strides, 0), |(_, lw)| {
         (&lw.strides()[..lw.rank() - 2], lw.offset())
@@ -262,7 +355,12 @@ pub fn fold2d<E: Kernel + Element>(
         leads,
         plane,
         move |range, chunk| {
-            let mut acc = vec![<E::Compute as Element>::ZERO; if halving { 0 } else { plane }];
+            let span = match &taps {
+                Some(taps) => taps.span,
+                None if halving => 0,
+                None => plane,
+            };
+            let mut acc = vec![<E::Compute as Element>::ZERO; span];
             // The gradient's rows at the four taps, gathered where they are not along memory
             // (a broadcast gradient).
             let mut rows = vec![E::ZERO; if halving && sj != 1 { 4 * ow } else { 0 }];
@@ -310,44 +408,22 @@ pub fn fold2d<E: Kernel + Element>(
                     vectorized(
                         #[inline(always)]
                         || {
-                            for (a, rows) in row_in.iter().enumerate() {
-                                for (b, (js, mask)) in col_in.iter().zip(&masks).enumerate() {
-                                    if rows.is_empty() || js.is_empty() {
-                                        continue;
-                                    }
-                                    // Plane positions `lo..hi` run from the first inside entry
-                                    // of the first inside row to the last of the last; with
-                                    // `ow == w`, position `p` adds into input element
-                                    // `to + p − lo`, inside the plane for every `p` in between
-                                    // (masked where its column is outside).
-                                    let lo = rows.start * ow + js.start;
-                                    let hi = (rows.end - 1) * ow + js.end;
-                                    let to =
-                                        (rows.start + a * dh - ph) * w + js.start + b * dw - pw;
-                                    let sum = &mut acc[to..to + (hi - lo)];
-                                    let from = base + a * sa + b * sb + lo;
-                                    let src = &cols[from..from + (hi - lo)];
-                                    match mask {
-                                        None => {
-                                            for (d, &v) in sum.iter_mut().zip(src) {
-                                                *d = d.nadd(cast::<E, E::Compute>(v));
-                                            }
-                                        }
-                                        Some(mask) => {
-                                            // Zero for the outside columns: exact, as in the
-                                            // winners' case below.
-                                            let zero = <E::Compute as Element>::ZERO;
-                                            let m = &mask[lo..hi];
-                                            for ((d, &v), &inside) in sum.iter_mut().zip(src).zip(m)
-                                            {
-                                                let v = cast::<E, E::Compute>(v);
-                                                *d = d.nadd(select_unpredictable(inside, v, zero));
-                                            }
-                                        }
-                                    }
-                                }
+                            // Each tap's whole plane into the accumulator at the tap's
+                            // shift, its positions outside the input masked to `+0`.
+                            let taps = taps.as_ref().expect("flat");
+                            for (t, (&shift, mask)) in
+                                taps.shifts.iter().zip(&taps.masks).enumerate()
+                            {
+                                let (a, b) = (t / kw, t % kw);
+                                let from = base + a * sa + b * sb;
+                                let at = taps
+                                    .margin
+                                    .checked_add_signed(shift)
+                                    .expect("margin ≥ −shift");
+                                let sum = &mut acc[at..at + taps.plane];
+                                masked_add::<E>(sum, &cols[from..from + taps.plane], mask);
                             }
-                            for (d, &v) in dst.iter_mut().zip(&acc) {
+                            for (d, &v) in dst.iter_mut().zip(&acc[taps.margin..]) {
                                 d.write(cast::<E::Compute, E>(v));
                             }
                         },
