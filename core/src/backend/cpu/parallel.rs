@@ -18,6 +18,29 @@ use std::time::{Duration, Instant};
 /// How long [`for_each_with_caller`]'s caller spins for the workers' last items before it parks.
 const CALLER_SPIN: Duration = Duration::from_micros(200);
 
+/// How long a worker that has run its share of a [`for_each_with_caller`] call stays awake,
+/// spinning, to join the next call at once ([`spin_for_calls`]) before it returns to the pool
+/// (where it sleeps until woken, tens of microseconds later on a virtual machine).
+const WORKER_SPIN: Duration = Duration::from_micros(200);
+
+/// Workers spinning in [`spin_for_calls`] (at most `num_threads() − 1`, so that with the
+/// caller they never outnumber the threads the pool was given), and how many of them no call
+/// has reserved. A spinner leaves only by taking one of the unreserved places, so every
+/// reservation has a spinner that will take it.
+static SPINNERS: AtomicUsize = AtomicUsize::new(0);
+static UNRESERVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Calls that reserved spinners, each with how many of its reservations no spinner has
+/// taken yet, and the sum of those counts (read by spinners without the lock).
+static WAITING: Mutex<Vec<Waiting>> = Mutex::new(Vec::new());
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+struct Waiting {
+    state: Arc<Claims>,
+    run: RunPtr,
+    reserved: usize,
+}
+
 static POOL: OnceLock<RwLock<Arc<rayon::ThreadPool>>> = OnceLock::new();
 static THRESHOLD: AtomicUsize = AtomicUsize::new(1 << 15);
 
@@ -300,7 +323,11 @@ pub fn for_each_unit_run_pair<A: Send, B: Send>(
 /// Then the caller waits (spinning for `CALLER_SPIN`, then parked) for the items workers
 /// did claim. So a worker that wakes late (tens of microseconds on a virtual machine) or not
 /// at all (its core busy with another process) costs at most its share of the work, never a
-/// wait for it to wake.
+/// wait for it to wake. Workers that ran a share stay awake for `WORKER_SPIN`
+/// ([`spin_for_calls`]): a call reserves as many of them as it wants helpers (`WAITING`),
+/// and spawns jobs on the pool for the rest, so that a training step's products, a few tens
+/// of microseconds apart, find their helpers awake, and a reserved spinner always comes
+/// (items may wait for each other). At most `min(threads, items) − 1` threads join.
 ///
 /// Panics if `f` panics, once every item has finished (no worker is left holding a reference
 /// into this call's frame).
@@ -320,10 +347,14 @@ pub fn for_each_with_caller<T: Send>(items: impl IntoIterator<Item = T>, f: impl
             .unwrap_or_else(PoisonError::into_inner)
             .take()
     };
+    let pool = pool();
+    let helpers = num_threads().min(slots.len()).saturating_sub(1);
     let state = Arc::new(Claims {
         next: AtomicUsize::new(0),
         items: slots.len(),
         remaining: AtomicUsize::new(slots.len()),
+        helpers,
+        joined: AtomicUsize::new(0),
         panic: Mutex::new(None),
         caller: std::thread::current(),
     });
@@ -337,20 +368,49 @@ pub fn for_each_with_caller<T: Send>(items: impl IntoIterator<Item = T>, f: impl
     // SAFETY: only the lifetime is erased, from a raw pointer. It is dereferenced only by a
     // thread that has just claimed an item (`run_claims`), and this function returns only
     // after every item has been claimed and its run has finished (`remaining == 0`), so `run`
-    // and what it borrows outlive every dereference. Jobs that start after the last claim
+    // and what it borrows outlive every dereference. Jobs that start after the last claim, and
+    // spinners that take a reservation after it (`WAITING` holds the pointer until then),
     // touch only the `Arc`'d state.
     let run = RunPtr(unsafe {
         std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync)>(
             run,
         )
     });
-    let pool = pool();
-    let helpers = num_threads().min(slots.len()).saturating_sub(1);
-    for _ in 0..helpers {
+    let mut reserved = 0;
+    while reserved < helpers
+        && UNRESERVED
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+    {
+        reserved += 1;
+    }
+    if reserved > 0 {
+        let mut waiting = WAITING.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.push(Waiting {
+            state: Arc::clone(&state),
+            run,
+            reserved,
+        });
+        PENDING.fetch_add(reserved, Ordering::AcqRel);
+    }
+    for _ in reserved..helpers {
         let state = Arc::clone(&state);
-        pool.spawn(move || state.run_claims(run));
+        pool.spawn(move || {
+            state.join(run);
+            drop(state);
+            spin_for_calls();
+        });
     }
     state.run_claims(run);
+    if reserved > 0 {
+        // Every item is claimed: reservations no spinner has taken are handed back.
+        let mut waiting = WAITING.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = waiting.iter().position(|w| Arc::ptr_eq(&w.state, &state)) {
+            let left = waiting.swap_remove(i).reserved;
+            PENDING.fetch_sub(left, Ordering::AcqRel);
+            UNRESERVED.fetch_add(left, Ordering::AcqRel);
+        }
+    }
     let start = Instant::now();
     while state.remaining.load(Ordering::Acquire) > 0 {
         if start.elapsed() < CALLER_SPIN {
@@ -377,12 +437,23 @@ struct Claims {
     items: usize,
     /// Items not yet run to the end.
     remaining: AtomicUsize,
+    /// How many workers may join ([`Claims::join`]), and how many have tried.
+    helpers: usize,
+    joined: AtomicUsize,
     /// The first panic of a run, resumed by the caller.
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     caller: std::thread::Thread,
 }
 
 impl Claims {
+    /// Runs claims as a helper ([`Claims::run_claims`]) if fewer than `helpers` workers
+    /// have joined, else nothing.
+    fn join(&self, run: RunPtr) {
+        if self.joined.fetch_add(1, Ordering::AcqRel) < self.helpers {
+            self.run_claims(run);
+        }
+    }
+
     /// Claims items one at a time and runs each through `run`, until none is left.
     fn run_claims(&self, run: RunPtr) {
         loop {
@@ -404,6 +475,54 @@ impl Claims {
             }
         }
     }
+}
+
+/// On a worker that has run its share of a call: spins, taking the reservations of calls
+/// ([`WAITING`]) and joining them, until none has come for [`WORKER_SPIN`] and it can leave
+/// by taking an unreserved place (else a call counts on it: it stays); unless
+/// `num_threads() − 1` workers spin already (then it returns to the pool at once).
+fn spin_for_calls() {
+    let limit = num_threads().saturating_sub(1);
+    let entered = SPINNERS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        (n < limit).then_some(n + 1)
+    });
+    if entered.is_err() {
+        return;
+    }
+    UNRESERVED.fetch_add(1, Ordering::AcqRel);
+    let mut since = Instant::now();
+    loop {
+        if PENDING.load(Ordering::Acquire) > 0
+            && let Some((state, run)) = take_reservation()
+        {
+            state.join(run);
+            UNRESERVED.fetch_add(1, Ordering::AcqRel);
+            since = Instant::now();
+        } else if since.elapsed() >= WORKER_SPIN
+            && UNRESERVED
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            break;
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    SPINNERS.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// One reservation of the oldest call in [`WAITING`] that has one left, taken.
+fn take_reservation() -> Option<(Arc<Claims>, RunPtr)> {
+    let mut waiting = WAITING.lock().unwrap_or_else(PoisonError::into_inner);
+    let i = waiting.iter().position(|w| w.reserved > 0)?;
+    let w = &mut waiting[i];
+    w.reserved -= 1;
+    PENDING.fetch_sub(1, Ordering::AcqRel);
+    let taken = (Arc::clone(&w.state), w.run);
+    if w.reserved == 0 {
+        waiting.remove(i);
+    }
+    Some(taken)
 }
 
 /// The per-item closure of a [`for_each_with_caller`] call, with its lifetime erased; see the
@@ -575,6 +694,31 @@ mod tests {
                 most.load(Ordering::SeqCst) <= threads,
                 "more than {threads} threads ran"
             );
+        }
+    }
+
+    /// Calls in quick succession, whose two items wait for each other (so each call needs a
+    /// helper): every call gets one, whether a spinning worker it reserved joins it or its
+    /// spawned job does, and no call runs on more than two threads; the spinning workers
+    /// never number more than `num_threads() − 1`.
+    #[test]
+    fn back_to_back_calls_each_get_one_helper() {
+        set_num_threads(2);
+        for round in 0..2000 {
+            let both = std::sync::Barrier::new(2);
+            let running = AtomicUsize::new(0);
+            let most = AtomicUsize::new(0);
+            let ran = AtomicUsize::new(0);
+            for_each_with_caller(0..2, |_| {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                both.wait();
+                running.fetch_sub(1, Ordering::SeqCst);
+                ran.fetch_add(1, Ordering::SeqCst);
+            });
+            assert_eq!(ran.load(Ordering::SeqCst), 2, "round {round}");
+            assert_eq!(most.load(Ordering::SeqCst), 2, "round {round}");
+            assert!(SPINNERS.load(Ordering::SeqCst) < num_threads().max(2));
         }
     }
 
