@@ -324,7 +324,7 @@ pub fn for_each_unit_run_pair<A: Send, B: Send>(
 /// did claim. So a worker that wakes late (tens of microseconds on a virtual machine) or not
 /// at all (its core busy with another process) costs at most its share of the work, never a
 /// wait for it to wake. Workers that ran a share stay awake for `WORKER_SPIN`
-/// ([`spin_for_calls`]): a call reserves as many of them as it wants helpers (`WAITING`),
+/// (`spin_for_calls`): a call reserves as many of them as it wants helpers (`WAITING`),
 /// and spawns jobs on the pool for the rest, so that a training step's products, a few tens
 /// of microseconds apart, find their helpers awake, and a reserved spinner always comes
 /// (items may wait for each other). At most `min(threads, items) − 1` threads join.
