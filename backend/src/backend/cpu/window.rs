@@ -96,10 +96,10 @@ pub fn unfold2d<W: Copy + Send + Sync>(
     let (sh, dh, ph) = (window.stride.0, window.dilation.0, window.padding.0);
     let (sw, dw, pw) = (window.stride.1, window.dilation.1, window.padding.1);
     let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
-    // Stride 1 over rows of the input's width read as one run ("same" convolutions over
-    // contiguous rows): consecutive output rows read consecutive input rows, `w` apart.
+    // Stride 1 over rows of the input's width along memory ("same" convolutions): a tap's
+    // plane is one shifted run of the input's, copied at once with its padding masked.
     let flat = (sh, sw, ws, ow) == (1, 1, 1, w) && hs == w;
-    let taps = flat.then(|| FlatTaps::new(window, (h, w), (oh, ow)));
+    let taps = flat.then(|| FlatTaps::new(window, (h, w), (oh, ow), (&row_in, &col_in)));
     let lead = Coalesced::new(lead_sizes, [lead_strides], [layout.offset()]);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
@@ -132,10 +132,13 @@ pub fn unfold2d<W: Copy + Send + Sync>(
                             current
                         };
                         let tap = a * kw + b;
-                        if let Some(run) = taps.as_ref().and_then(|t| t.run(src, base, tap)) {
+                        if let Some(taps) = &taps
+                            && let Some(run) = taps.run(src, base, tap)
+                        {
                             // The whole plane at once, its padding masked: one vector
-                            // loop, however short the rows.
-                            masked_copy(dst, run, &taps.as_ref().expect("flat").masks[tap], pad);
+                            // loop, however short the rows. (A plane whose shifted run
+                            // leaves the buffer, a tensor's first or last, goes row by row.)
+                            masked_copy(dst, run, &taps.masks[tap], pad);
                             continue;
                         }
                         let (rows, cols) = (row_in[a].clone(), col_in[b].clone());
@@ -147,28 +150,6 @@ pub fn unfold2d<W: Copy + Send + Sync>(
                         fill(&mut dst[rows.end * ow..], pad);
                         // Inside: `start·s + tap·d ≥ p` on both axes (`Window2d::inside`).
                         let x0 = cols.start * sw + b * dw - pw;
-                        let y0 = rows.start * sh + a * dh - ph;
-                        if flat {
-                            // A plane whose shifted run leaves the input's buffer (the first
-                            // or last plane of a tensor): output row `i` is input row `y0 + i −
-                            // rows.start` shifted by the tap's column offset, and both are `w`
-                            // long: the inside rows are one run of the input, copied at once.
-                            // Entries that run over a row's end land in its padding columns,
-                            // which are written afterwards (and the run is clipped where it
-                            // would start before its first row or end after its last).
-                            let out = &mut dst[rows.start * ow..rows.end * ow];
-                            let (skip, end) = (cols.start, out.len() - (ow - cols.end));
-                            let first = base + y0 * hs + x0;
-                            let run = &src[first..first + (end - skip)];
-                            for (d, &v) in out[skip..end].iter_mut().zip(run) {
-                                d.write(v);
-                            }
-                            for row in out.chunks_mut(ow) {
-                                fill(&mut row[..cols.start], pad);
-                                fill(&mut row[cols.end..], pad);
-                            }
-                            continue;
-                        }
                         for i in rows {
                             let y = i * sh + a * dh - ph;
                             let row = &mut dst[i * ow..(i + 1) * ow];
@@ -233,8 +214,14 @@ struct FlatTaps {
 }
 
 impl FlatTaps {
-    fn new(window: &Window2d, (h, w): (usize, usize), (oh, ow): (usize, usize)) -> Self {
-        let (row_in, col_in) = inside_ranges(window, (h, w), (oh, ow));
+    /// The taps of `window` over `(h, w)` planes with `(oh, ow)` positions, whose inside
+    /// ranges ([`inside_ranges`]) are `row_in` and `col_in`.
+    fn new(
+        window: &Window2d,
+        (h, w): (usize, usize),
+        (oh, ow): (usize, usize),
+        (row_in, col_in): (&[Range<usize>], &[Range<usize>]),
+    ) -> Self {
         let (kh, kw) = window.kernel;
         let (dh, ph) = (window.dilation.0 as isize, window.padding.0 as isize);
         let (dw, pw) = (window.dilation.1 as isize, window.padding.1 as isize);
@@ -337,10 +324,10 @@ pub fn fold2d<E: Kernel + Element>(
         && window.dilation == (1, 1)
         && winners.is_some_and(|(_, lw)| lw.strides()[lw.rank() - 1] == 1);
     // Stride 1 without winners over planes of the input's width whose rows are along memory
-    // ("same" convolutions): a tap's rows are one run of the plane shifted by a constant,
-    // added at once with the columns outside the tap's inside range masked out.
+    // ("same" convolutions): a tap's plane is one run of the input's shifted by a constant,
+    // added at once with the positions outside the input masked out.
     let flat = winners.is_none() && (sh, sw, sj, si) == (1, 1, 1, ow) && ow == w;
-    let taps = flat.then(|| FlatTaps::new(window, (h, w), (oh, ow)));
+    let taps = flat.then(|| FlatTaps::new(window, (h, w), (oh, ow), (&row_in, &col_in)));
     // The cols' and the winners' storage positions of each leading position.
     let (win_strides, win_offset) = winners.map_or((lead_strides, 0), |(_, lw)| {
         (&lw.strides()[..lw.rank() - 2], lw.offset())
@@ -404,13 +391,12 @@ pub fn fold2d<E: Kernel + Element>(
             for (dst, [base, wb]) in chunk.chunks_mut(plane).zip(bases) {
                 let win = win.map(|(idx, wi, wj)| (idx, wb, wi, wj));
                 acc.fill(<E::Compute as Element>::ZERO);
-                if flat {
+                if let Some(taps) = &taps {
                     vectorized(
                         #[inline(always)]
                         || {
                             // Each tap's whole plane into the accumulator at the tap's
                             // shift, its positions outside the input masked to `+0`.
-                            let taps = taps.as_ref().expect("flat");
                             for (t, (&shift, mask)) in
                                 taps.shifts.iter().zip(&taps.masks).enumerate()
                             {

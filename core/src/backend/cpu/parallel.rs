@@ -327,7 +327,8 @@ pub fn for_each_unit_run_pair<A: Send, B: Send>(
 /// (`spin_for_calls`): a call reserves as many of them as it wants helpers (`WAITING`),
 /// and spawns jobs on the pool for the rest, so that a training step's products, a few tens
 /// of microseconds apart, find their helpers awake, and a reserved spinner always comes
-/// (items may wait for each other). At most `min(threads, items) − 1` threads join.
+/// (items may wait for each other). Reserved spinners and spawned jobs together are the
+/// `min(threads, items) − 1` helpers: untaken reservations are handed back, not joined.
 ///
 /// Panics if `f` panics, once every item has finished (no worker is left holding a reference
 /// into this call's frame).
@@ -353,8 +354,6 @@ pub fn for_each_with_caller<T: Send>(items: impl IntoIterator<Item = T>, f: impl
         next: AtomicUsize::new(0),
         items: slots.len(),
         remaining: AtomicUsize::new(slots.len()),
-        helpers,
-        joined: AtomicUsize::new(0),
         panic: Mutex::new(None),
         caller: std::thread::current(),
     });
@@ -396,7 +395,7 @@ pub fn for_each_with_caller<T: Send>(items: impl IntoIterator<Item = T>, f: impl
     for _ in reserved..helpers {
         let state = Arc::clone(&state);
         pool.spawn(move || {
-            state.join(run);
+            state.run_claims(run);
             drop(state);
             spin_for_calls();
         });
@@ -437,23 +436,12 @@ struct Claims {
     items: usize,
     /// Items not yet run to the end.
     remaining: AtomicUsize,
-    /// How many workers may join ([`Claims::join`]), and how many have tried.
-    helpers: usize,
-    joined: AtomicUsize,
     /// The first panic of a run, resumed by the caller.
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     caller: std::thread::Thread,
 }
 
 impl Claims {
-    /// Runs claims as a helper ([`Claims::run_claims`]) if fewer than `helpers` workers
-    /// have joined, else nothing.
-    fn join(&self, run: RunPtr) {
-        if self.joined.fetch_add(1, Ordering::AcqRel) < self.helpers {
-            self.run_claims(run);
-        }
-    }
-
     /// Claims items one at a time and runs each through `run`, until none is left.
     fn run_claims(&self, run: RunPtr) {
         loop {
@@ -495,7 +483,7 @@ fn spin_for_calls() {
         if PENDING.load(Ordering::Acquire) > 0
             && let Some((state, run)) = take_reservation()
         {
-            state.join(run);
+            state.run_claims(run);
             UNRESERVED.fetch_add(1, Ordering::AcqRel);
             since = Instant::now();
         } else if since.elapsed() >= WORKER_SPIN
