@@ -79,8 +79,9 @@ pub mod storage {
         Buffer, dispatch, reserve_buffer, take_buffer, with_write_read_buffers,
     };
     pub use namedtensor_backend::storage::{
-        ElementsRef, MIN_POOLED_BYTES, Storage, buffer_pool_bytes, buffer_pool_capacity,
-        buffer_pool_idle, release_buffer_pool, set_buffer_pool_capacity, set_buffer_pool_idle,
+        ElementsRef, HostBuffer, MIN_POOLED_BYTES, POOLED_ALIGN, Storage, buffer_pool_bytes,
+        buffer_pool_capacity, buffer_pool_idle, release_buffer_pool, set_buffer_pool_capacity,
+        set_buffer_pool_idle,
     };
 }
 

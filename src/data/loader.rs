@@ -254,5 +254,5 @@ fn index_range(start: usize, len: usize) -> Result<DynTensor<i64>> {
     crate::storage::reserve_buffer::<i64>("DataLoader", len)?;
     let mut data = crate::storage::take_buffer(len);
     data.extend(start as i64..(start + len) as i64);
-    DynTensor::try_from_vec(data, &[len])
+    DynTensor::from_contiguous_vec(data, &[len])
 }

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::layout::normalize_dim;
 use crate::named::{DimTuple, HasDim};
 use crate::named_tensor::Tensor;
+use crate::storage::HostBuffer;
 use crate::tensor::DynTensor;
 
 mod sealed {
@@ -109,7 +110,7 @@ fn write_back<E: Element>(t: &DynTensor<E>, v: Vec<E>) -> Result<()> {
 
 /// The host vector of a buffer found on the CPU before the call (a storage stays on the
 /// device it was made on).
-fn host<E: Element>(b: &mut crate::storage::Buffer<E>) -> &mut Vec<E> {
+fn host<E: Element>(b: &mut crate::storage::Buffer<E>) -> &mut HostBuffer<E> {
     match b {
         crate::storage::Buffer::Cpu(v) => v,
         #[cfg(feature = "cuda")]
@@ -196,7 +197,8 @@ impl Communicator {
                     }
                     Err(refused) => {
                         // The others' results need this rank's elements all the same.
-                        let mut copy = host_ref(&storage.read())[off..off + n].to_vec();
+                        let mut copy =
+                            HostBuffer::from(host_ref(&storage.read())[off..off + n].to_vec());
                         wire::all_reduce_in_place(g.mpi, &mut copy, 0..n, sysop, mean_of);
                         Err(refused)
                     }

@@ -15,6 +15,7 @@
 use super::ReduceOp;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
+use crate::storage::HostBuffer;
 use mpi::collective::SystemOperation;
 use mpi::datatype::Equivalence;
 use mpi::topology::SimpleCommunicator;
@@ -195,16 +196,15 @@ pub(super) fn is_own_wire_type(dtype: DType) -> bool {
 /// large buffer streams it through memory several times: BENCHMARKS.md, session 17). Where
 /// the range is the whole storage the buffers then trade places, so no element is copied;
 /// otherwise the result is copied into the range.
-#[allow(clippy::ptr_arg)] // a `Vec`, not a slice: `Any` downcasts sized types only
 fn reduce_range<'v, W: Equivalence + Copy + 'static, E: 'static>(
     comm: &SimpleCommunicator,
-    v: &'v mut Vec<E>,
+    v: &'v mut HostBuffer<E>,
     range: std::ops::Range<usize>,
     op: WireOp,
 ) -> &'v mut [W] {
     use mpi::raw::AsRaw;
     let any: &mut dyn std::any::Any = v;
-    let Some(v) = any.downcast_mut::<Vec<W>>() else {
+    let Some(v) = any.downcast_mut::<HostBuffer<W>>() else {
         unreachable!("the caller checked that the element is its own wire type")
     };
     let n = range.len();
@@ -251,10 +251,9 @@ fn reduce_range<'v, W: Equivalence + Copy + 'static, E: 'static>(
 
 /// [`all_reduce`] of `v[range]` into itself, for an element type of its own wire type
 /// ([`is_own_wire_type`]); a mean divides by `mean_of` ranks after the sum.
-#[allow(clippy::ptr_arg)] // as `reduce_range`
 pub(super) fn all_reduce_in_place<E: Element>(
     comm: &SimpleCommunicator,
-    v: &mut Vec<E>,
+    v: &mut HostBuffer<E>,
     range: std::ops::Range<usize>,
     op: WireOp,
     mean_of: Option<usize>,

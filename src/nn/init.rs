@@ -131,7 +131,7 @@ pub fn fans(shape: &[usize]) -> Result<(usize, usize)> {
 fn fill<E: Float, S: DimTuple, P: DimTuple>(t: &Tensor<E, S, P>, values: Vec<f64>) -> Result<()> {
     let raw = t.as_dyn();
     let v = DynTensor::<E>::from_contiguous_vec(
-        values.into_iter().map(E::from_f64).collect(),
+        values.into_iter().map(E::from_f64).collect::<Vec<_>>(),
         raw.shape(),
     )?
     .to_device(raw.device())?;

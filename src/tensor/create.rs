@@ -284,7 +284,7 @@ impl<E: Float> DynTensor<E> {
             0.0
         };
         // Fill the first half from `start` and the second from `end`, so both ends are exact.
-        let data = (0..steps)
+        let data: Vec<E> = (0..steps)
             .map(|i| {
                 let v = if steps == 1 || i < steps / 2 {
                     start + step * i as f64

@@ -29,7 +29,7 @@ use crate::dtype::{DType, Element};
 use crate::error::Result;
 pub(crate) use crate::error::or_panic;
 use crate::layout::Layout;
-use crate::storage::{Buffer, Storage};
+use crate::storage::{Buffer, HostBuffer, Storage};
 use std::sync::Arc;
 
 /// A strided view of a shared storage, with a run-time number of dims.
@@ -75,11 +75,15 @@ impl<E: Element> DynTensor<E> {
 
     /// A tensor over a fresh storage holding `data` in row-major order of `layout` (which
     /// must be contiguous from offset 0).
-    pub(crate) fn from_contiguous_vec(data: Vec<E>, sizes: &[usize]) -> Result<Self> {
+    pub(crate) fn from_contiguous_vec(
+        data: impl Into<HostBuffer<E>>,
+        sizes: &[usize],
+    ) -> Result<Self> {
         let layout = Layout::contiguous(sizes)?;
+        let data = data.into();
         debug_assert_eq!(data.len(), layout.numel());
         Ok(DynTensor {
-            storage: Storage::from_vec(data),
+            storage: Storage::from_host_buffer(data),
             layout,
             autograd: None,
         })

@@ -166,3 +166,35 @@ fn large_streamed_transposes_match_the_index_loop() {
     }
     namedtensor::set_num_threads(2);
 }
+
+/// Outputs of 64 KiB and more come from the buffer pool, whose allocations start on a
+/// 64-byte cache line (as PyTorch's allocator aligns), whatever op made them; a `Vec` handed
+/// to `from_vec` is kept where it is, without a copy.
+#[test]
+fn large_outputs_start_on_a_cache_line_and_user_vectors_are_not_copied() {
+    use namedtensor::storage::POOLED_ALIGN;
+    let line = |t: &DynTensor<f32>| t.as_slice().unwrap().as_ptr() as usize % POOLED_ALIGN;
+    let a = DynTensor::<f32>::randn(&[256, 257], 1);
+    let b = DynTensor::<f32>::randn(&[256, 257], 2);
+    for (what, t) in [
+        ("randn", a.clone()),
+        ("add", &a + &b),
+        ("exp", a.exp()),
+        ("transpose copy", a.t().contiguous()),
+        ("matmul", a.matmul(&b.t())),
+        (
+            "sum over a dim",
+            a.unsqueeze(0).expand(&[2, 256, 257]).sum_dim(0, false),
+        ),
+        ("cast", a.to_dtype::<f64>().to_dtype::<f32>()),
+    ] {
+        assert!(t.numel() * 4 >= 1 << 16, "{what}: small");
+        assert_eq!(line(&t), 0, "{what}: not on a cache line");
+    }
+    let v: Vec<f32> = (0..1 << 15).map(|i| i as f32).collect();
+    let p = v.as_ptr();
+    let t = DynTensor::from_vec(v, &[1 << 15]);
+    assert_eq!(t.as_slice().unwrap().as_ptr(), p);
+    assert_eq!(t.to_vec()[12345], 12345.0);
+    assert_eq!((&t + 1.0).to_vec()[7], 8.0);
+}

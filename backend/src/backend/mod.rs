@@ -16,6 +16,7 @@
 //! | `cpu/` | host memory; rayon pool, SIMD loops, `gemm`; kernels instantiated per dtype here |
 //! | `cuda/` | NVRTC-compiled CUDA C kernels, cuBLAS (feature `cuda`) |
 
+use crate::backend::cpu::host_buffer::HostBuffer;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::layout::{Layout, Window2d};
@@ -70,7 +71,7 @@ pub trait Backend {
         op: &'static str,
         src: &Self::Buffer<E>,
         layout: &Layout,
-    ) -> Result<Vec<E>>;
+    ) -> Result<HostBuffer<E>>;
 
     /// Overwrites the element at storage position `index` (< len).
     fn set<E: Element>(

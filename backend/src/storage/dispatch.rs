@@ -10,7 +10,7 @@
 // `op` names the operation in device errors, which only a device backend raises.
 #![cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 
-use super::{Buffer, Storage, with_read_buffers_all, with_write_read_buffers};
+use super::{Buffer, HostBuffer, Storage, with_read_buffers_all, with_write_read_buffers};
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 #[cfg(feature = "cuda")]
@@ -448,7 +448,7 @@ pub fn cat<E: Element>(
         let layouts = parts.iter().map(|p| p.1);
         match bufs[0] {
             Buffer::Cpu(_) => {
-                let views: Vec<(&Vec<E>, &Layout)> = bufs
+                let views: Vec<(&HostBuffer<E>, &Layout)> = bufs
                     .iter()
                     .zip(layouts)
                     .map(|(b, l)| match b {
@@ -641,9 +641,36 @@ impl<E: Element> Buffer<E> {
         self.gather_to_vec(op, &Layout::contiguous(&[self.len()])?)
     }
 
-    /// The elements of `layout` in row-major order, on the host.
+    /// The elements of `layout` in row-major order, on the host, in a `Vec`: copied straight
+    /// from a contiguous host view, else gathered into a host buffer first (copied once more
+    /// where that is over-aligned; see [`HostBuffer::into_vec`]).
     #[doc(hidden)]
     pub fn gather_to_vec(&self, op: &'static str, layout: &Layout) -> Result<Vec<E>> {
+        if let Buffer::Cpu(v) = self
+            && layout.is_contiguous()
+        {
+            layout.check_within(op, self.len())?;
+            let n = layout.numel();
+            let mut out = Vec::new();
+            out.try_reserve_exact(n).map_err(|_| {
+                Error::new(
+                    ErrorKind::OutOfMemory,
+                    op,
+                    format!("cannot allocate {n} elements of {} on the host", E::DTYPE),
+                )
+            })?;
+            if n > 0 {
+                // (The offset of an empty view may lie anywhere, even past the buffer.)
+                out.extend_from_slice(&v[layout.offset()..layout.offset() + n]);
+            }
+            return Ok(out);
+        }
+        self.gather_to_host(op, layout).map(HostBuffer::into_vec)
+    }
+
+    /// The elements of `layout` in row-major order, in a new host buffer.
+    #[doc(hidden)]
+    pub fn gather_to_host(&self, op: &'static str, layout: &Layout) -> Result<HostBuffer<E>> {
         layout.check_within(op, self.len())?;
         on_backend!(op, (self => b), B => B::to_host::<E>(op, b, layout), as_is)
     }
@@ -706,7 +733,7 @@ impl<E: Element> Buffer<E> {
     ) -> Result<Buffer<E>> {
         if device == Device::Cpu {
             // The host is where elements pass through anyway: gathered once.
-            return Ok(Buffer::Cpu(self.gather_to_vec(op, layout)?));
+            return Ok(Buffer::Cpu(self.gather_to_host(op, layout)?));
         }
         let staged;
         let host: &[E] = match self {
@@ -715,7 +742,7 @@ impl<E: Element> Buffer<E> {
                 &v[start..start + layout.numel()]
             }
             _ => {
-                staged = self.gather_to_vec(op, layout)?;
+                staged = self.gather_to_host(op, layout)?;
                 &staged
             }
         };

@@ -28,15 +28,16 @@
 //!   borrow began or is refused). Reads go on as usual, on any thread.
 //!
 //! # Buffer pool
-//! Host buffers of 64 KiB or more are recycled through a process-wide pool when their storage
-//! is dropped, and new large buffers are advised to use huge pages. It holds at most
+//! Host buffers of 64 KiB or more are aligned to a cache line ([`POOLED_ALIGN`]), recycled
+//! through a process-wide pool when their storage is dropped, and, when new and large,
+//! advised to use huge pages. It holds at most
 //! [`buffer_pool_capacity`] bytes (1 GiB), frees a buffer no output reused within
 //! [`buffer_pool_idle`] (5 s) from a background thread, never holds more than half of the
 //! system's available memory, and [`release_buffer_pool`] empties
 //! it (and the memory CUDA devices keep for reuse); see [`set_buffer_pool_capacity`] and [`set_buffer_pool_idle`].
 //!
 //! # Backends
-//! A storage holds a `Buffer` per backend: the CPU's `Vec<E>`, and with the `cuda` feature a
+//! A storage holds a `Buffer` per backend: the CPU's [`HostBuffer`], and with the `cuda` feature a
 //! device allocation. Operations dispatch on the buffer (`dispatch.rs`), so adding a device
 //! adds a variant here and kernels for it, and nothing above the storage changes. Kernels for
 //! one device only ever see buffers of that device: an operation on storages of two devices
@@ -52,9 +53,10 @@ use crate::error::{Error, ErrorKind, Result};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+pub use crate::backend::cpu::host_buffer::HostBuffer;
 use crate::backend::cpu::pool;
 pub use pool::{
-    MIN_POOLED_BYTES, buffer_pool_bytes, buffer_pool_capacity, buffer_pool_idle,
+    MIN_POOLED_BYTES, POOLED_ALIGN, buffer_pool_bytes, buffer_pool_capacity, buffer_pool_idle,
     set_buffer_pool_capacity, set_buffer_pool_idle,
 };
 
@@ -92,7 +94,7 @@ pub use elements_ref::ElementsRef;
 #[doc(hidden)]
 pub enum Buffer<E> {
     /// Host memory.
-    Cpu(Vec<E>),
+    Cpu(HostBuffer<E>),
     /// Memory of a CUDA device.
     #[cfg(feature = "cuda")]
     Cuda(crate::backend::cuda::CudaBuffer),
@@ -215,6 +217,12 @@ impl<E: Element> Storage<E> {
     /// assert_eq!(s.len(), 3);
     /// ```
     pub fn from_vec(data: Vec<E>) -> Self {
+        Storage::from_buffer(Buffer::Cpu(data.into()))
+    }
+
+    /// A host storage owning `data` (a buffer from the pool keeps its alignment).
+    #[doc(hidden)]
+    pub fn from_host_buffer(data: HostBuffer<E>) -> Self {
         Storage::from_buffer(Buffer::Cpu(data))
     }
 

@@ -24,6 +24,7 @@ use super::copy::gather_to_vec;
 use super::elementwise_instances::{
     ElementwiseInstances, FLOAT_ONLY, operand, retype, retype_mut, retype_vec,
 };
+use super::host_buffer::HostBuffer;
 use super::matmul::matmul_op;
 use super::normalize::{normalize_backward_op, normalize_op};
 use super::parallel::{for_each_chunk_mut, task_count};
@@ -115,14 +116,14 @@ macro_rules! const_dtype_match {
 /// instance of this crate (see the module docs), not as generic code compiled, unoptimised,
 /// into a user's debug build.
 trait CastTo<T>: Element {
-    fn cast_to(src: &[Self], layout: &Layout) -> Vec<T>;
+    fn cast_to(src: &[Self], layout: &Layout) -> HostBuffer<T>;
 }
 
 /// The elements of `layout` over `src`, in row-major order, each converted with
 /// [`Element::cast`]: a strided view is gathered first (by size, `words.rs`), then converted
 /// in parallel chunks. A plain loop rather than `map_to_vec`'s engine (tiles, streamed
 /// stores), which, for all 90 pairs, added 15 % to the crate's LLVM IR.
-fn cast_contiguous<S: Element, T: Element>(src: &[S], layout: &Layout) -> Vec<T> {
+fn cast_contiguous<S: Element, T: Element>(src: &[S], layout: &Layout) -> HostBuffer<T> {
     let gathered;
     let src: &[S] = if layout.numel() == 0 {
         // An empty view's offset may lie anywhere (see `to_host`).
@@ -154,7 +155,7 @@ fn cast_contiguous<S: Element, T: Element>(src: &[S], layout: &Layout) -> Vec<T>
 macro_rules! cast_to_each {
     ($s:ty; $($t:ty),*) => {$(
         impl CastTo<$t> for $s {
-            fn cast_to(src: &[$s], layout: &Layout) -> Vec<$t> {
+            fn cast_to(src: &[$s], layout: &Layout) -> HostBuffer<$t> {
                 if const { same_type::<$s, $t>() } {
                     retype_vec(words::gather(src, layout))
                 } else {
@@ -178,9 +179,14 @@ pub trait Instances: Element {
     /// See [`Backend::reduce`].
     fn reduce(rop: ReduceOp, src: &[Self], layout: &Layout, mask: &[bool]) -> Reduced<Self>;
     /// See [`Backend::arg_reduce`].
-    fn arg_reduce(max: bool, src: &[Self], layout: &Layout, dim: usize) -> (Vec<Self>, Vec<i64>);
+    fn arg_reduce(
+        max: bool,
+        src: &[Self],
+        layout: &Layout,
+        dim: usize,
+    ) -> (HostBuffer<Self>, HostBuffer<i64>);
     /// See [`Backend::softmax`] (float types only).
-    fn softmax(src: &[Self], layout: &Layout, dim: usize, log: bool) -> Vec<Self>;
+    fn softmax(src: &[Self], layout: &Layout, dim: usize, log: bool) -> HostBuffer<Self>;
     /// See [`Backend::softmax_backward`] (float types only).
     fn softmax_backward(
         y: &[Self],
@@ -189,7 +195,7 @@ pub trait Instances: Element {
         lg: &Layout,
         dim: usize,
         log: bool,
-    ) -> Vec<Self>;
+    ) -> HostBuffer<Self>;
     /// See [`Backend::normalize`] (float types only).
     fn normalize(
         src: &[Self],
@@ -197,7 +203,7 @@ pub trait Instances: Element {
         dim: usize,
         eps: f64,
         center: bool,
-    ) -> (Vec<Self>, Vec<Self>);
+    ) -> (HostBuffer<Self>, HostBuffer<Self>);
     /// See [`Backend::normalize_backward`] (float types only).
     #[allow(clippy::too_many_arguments)]
     fn normalize_backward(
@@ -209,7 +215,7 @@ pub trait Instances: Element {
         lr: &Layout,
         dim: usize,
         center: bool,
-    ) -> Vec<Self>;
+    ) -> HostBuffer<Self>;
     /// See [`Backend::adam_`] (float types only), over the parameter's and the gradient's
     /// runs of elements.
     fn adam(
@@ -221,7 +227,7 @@ pub trait Instances: Element {
         step: &AdamStep,
     );
     /// See [`Backend::scan`].
-    fn scan(prod: bool, src: &[Self], layout: &Layout, dim: usize) -> Vec<Self::Sum>;
+    fn scan(prod: bool, src: &[Self], layout: &Layout, dim: usize) -> HostBuffer<Self::Sum>;
     /// See [`Backend::index_select`].
     fn index_select(
         op: &'static str,
@@ -230,7 +236,7 @@ pub trait Instances: Element {
         dim: usize,
         index: &[i64],
         li: &Layout,
-    ) -> Result<Vec<Self>>;
+    ) -> Result<HostBuffer<Self>>;
     /// See [`Backend::gather`].
     fn gather(
         op: &'static str,
@@ -239,7 +245,7 @@ pub trait Instances: Element {
         dim: usize,
         index: &[i64],
         li: &Layout,
-    ) -> Result<Vec<Self>>;
+    ) -> Result<HostBuffer<Self>>;
     /// See [`Backend::scatter_add`].
     #[allow(clippy::too_many_arguments)]
     fn scatter_add(
@@ -251,15 +257,15 @@ pub trait Instances: Element {
         li: &Layout,
         src: &[Self],
         ls: &Layout,
-    ) -> Result<Vec<Self>>;
+    ) -> Result<HostBuffer<Self>>;
     /// See [`Backend::cat`].
-    fn cat(parts: &[(&[Self], &Layout)], dim: usize, out_shape: &[usize]) -> Vec<Self>;
+    fn cat(parts: &[(&[Self], &Layout)], dim: usize, out_shape: &[usize]) -> HostBuffer<Self>;
     /// See [`Backend::matmul`] (not `bool`).
-    fn matmul(a: &[Self], la: &Layout, b: &[Self], lb: &Layout) -> Vec<Self>;
+    fn matmul(a: &[Self], la: &Layout, b: &[Self], lb: &Layout) -> HostBuffer<Self>;
     /// See [`Backend::flip`].
-    fn flip(src: &[Self], layout: &Layout, flip: &[bool]) -> Vec<Self>;
+    fn flip(src: &[Self], layout: &Layout, flip: &[bool]) -> HostBuffer<Self>;
     /// See [`Backend::triangle`].
-    fn triangle(src: &[Self], layout: &Layout, diagonal: isize, lower: bool) -> Vec<Self>;
+    fn triangle(src: &[Self], layout: &Layout, diagonal: isize, lower: bool) -> HostBuffer<Self>;
     /// See [`Backend::fold2d`].
     fn fold2d(
         cols: &[Self],
@@ -267,14 +273,18 @@ pub trait Instances: Element {
         window: &Window2d,
         hw: (usize, usize),
         winners: Option<(&[i64], &Layout)>,
-    ) -> Vec<Self>;
+    ) -> HostBuffer<Self>;
     /// See [`Backend::max_pool2d`].
-    fn max_pool2d(src: &[Self], layout: &Layout, window: &Window2d) -> (Vec<Self>, Vec<i64>);
+    fn max_pool2d(
+        src: &[Self],
+        layout: &Layout,
+        window: &Window2d,
+    ) -> (HostBuffer<Self>, HostBuffer<i64>);
 }
 
 impl<E: Kernel> Reduced<E> {
     /// The values as a vector of `O`, which the caller knows to be the operation's type.
-    fn into_vec<O: Element>(self) -> Vec<O>
+    fn into_vec<O: Element>(self) -> HostBuffer<O>
     where
         E: Element,
     {
@@ -328,10 +338,10 @@ macro_rules! instances {
             fn reduce(rop: ReduceOp, src: &[$t], layout: &Layout, mask: &[bool]) -> Reduced<$t> {
                 reduce_op(rop, src, layout, mask)
             }
-            fn arg_reduce(max: bool, src: &[$t], layout: &Layout, dim: usize) -> (Vec<$t>, Vec<i64>) {
+            fn arg_reduce(max: bool, src: &[$t], layout: &Layout, dim: usize) -> (HostBuffer<$t>, HostBuffer<i64>) {
                 arg_reduce_op(max, src, layout, dim)
             }
-            fn softmax(src: &[$t], layout: &Layout, dim: usize, log: bool) -> Vec<$t> {
+            fn softmax(src: &[$t], layout: &Layout, dim: usize, log: bool) -> HostBuffer<$t> {
                 instances!(@softmax $kind, $t, $c, src, layout, dim, log)
             }
             fn softmax_backward(
@@ -341,7 +351,7 @@ macro_rules! instances {
                 lg: &Layout,
                 dim: usize,
                 log: bool,
-            ) -> Vec<$t> {
+            ) -> HostBuffer<$t> {
                 instances!(@softmax_backward $kind, $t, $c, y, ly, g, lg, dim, log)
             }
             fn normalize(
@@ -350,7 +360,7 @@ macro_rules! instances {
                 dim: usize,
                 eps: f64,
                 center: bool,
-            ) -> (Vec<$t>, Vec<$t>) {
+            ) -> (HostBuffer<$t>, HostBuffer<$t>) {
                 instances!(@normalize $kind, $t, $c, src, layout, dim, eps, center)
             }
             fn normalize_backward(
@@ -362,7 +372,7 @@ macro_rules! instances {
                 lr: &Layout,
                 dim: usize,
                 center: bool,
-            ) -> Vec<$t> {
+            ) -> HostBuffer<$t> {
                 instances!(@normalize_backward $kind, $t, $c, y, ly, g, lg, r, lr, dim, center)
             }
             fn adam(
@@ -375,7 +385,7 @@ macro_rules! instances {
             ) {
                 instances!(@adam $kind, $t, $c, p, g, m, v, vmax, step)
             }
-            fn scan(prod: bool, src: &[$t], layout: &Layout, dim: usize) -> Vec<<$t as Kernel>::Sum> {
+            fn scan(prod: bool, src: &[$t], layout: &Layout, dim: usize) -> HostBuffer<<$t as Kernel>::Sum> {
                 scan_op(prod, src, layout, dim)
             }
             fn index_select(
@@ -385,7 +395,7 @@ macro_rules! instances {
                 dim: usize,
                 index: &[i64],
                 li: &Layout,
-            ) -> Result<Vec<$t>> {
+            ) -> Result<HostBuffer<$t>> {
                 index_select_op(op, src, layout, dim, index, li)
             }
             fn gather(
@@ -395,7 +405,7 @@ macro_rules! instances {
                 dim: usize,
                 index: &[i64],
                 li: &Layout,
-            ) -> Result<Vec<$t>> {
+            ) -> Result<HostBuffer<$t>> {
                 gather_op(op, src, layout, dim, index, li)
             }
             fn scatter_add(
@@ -407,19 +417,19 @@ macro_rules! instances {
                 li: &Layout,
                 src: &[$t],
                 ls: &Layout,
-            ) -> Result<Vec<$t>> {
+            ) -> Result<HostBuffer<$t>> {
                 scatter_add_op(op, base, lb, dim, index, li, src, ls)
             }
-            fn cat(parts: &[(&[$t], &Layout)], dim: usize, out_shape: &[usize]) -> Vec<$t> {
+            fn cat(parts: &[(&[$t], &Layout)], dim: usize, out_shape: &[usize]) -> HostBuffer<$t> {
                 cat(out_shape, dim, parts)
             }
-            fn matmul(a: &[$t], la: &Layout, b: &[$t], lb: &Layout) -> Vec<$t> {
+            fn matmul(a: &[$t], la: &Layout, b: &[$t], lb: &Layout) -> HostBuffer<$t> {
                 matmul_op(a, la, b, lb)
             }
-            fn flip(src: &[$t], layout: &Layout, flip: &[bool]) -> Vec<$t> {
+            fn flip(src: &[$t], layout: &Layout, flip: &[bool]) -> HostBuffer<$t> {
                 flip_to_vec(src, layout, flip)
             }
-            fn triangle(src: &[$t], layout: &Layout, diagonal: isize, lower: bool) -> Vec<$t> {
+            fn triangle(src: &[$t], layout: &Layout, diagonal: isize, lower: bool) -> HostBuffer<$t> {
                 let mut data = gather_to_vec(src, layout);
                 let r = layout.rank();
                 let (m, n) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
@@ -432,10 +442,10 @@ macro_rules! instances {
                 window: &Window2d,
                 hw: (usize, usize),
                 winners: Option<(&[i64], &Layout)>,
-            ) -> Vec<$t> {
+            ) -> HostBuffer<$t> {
                 super::window::fold2d(cols, layout, window, hw, winners)
             }
-            fn max_pool2d(src: &[$t], layout: &Layout, window: &Window2d) -> (Vec<$t>, Vec<i64>) {
+            fn max_pool2d(src: &[$t], layout: &Layout, window: &Window2d) -> (HostBuffer<$t>, HostBuffer<i64>) {
                 super::window::max_pool2d(src, layout, window)
             }
         }
@@ -448,30 +458,43 @@ instances! {
 }
 
 impl Backend for Cpu {
-    type Buffer<E: Element> = Vec<E>;
+    type Buffer<E: Element> = HostBuffer<E>;
 
-    fn len<E: Element>(buf: &Vec<E>) -> usize {
+    fn len<E: Element>(buf: &HostBuffer<E>) -> usize {
         buf.len()
     }
 
-    fn device<E: Element>(_buf: &Vec<E>) -> Device {
+    fn device<E: Element>(_buf: &HostBuffer<E>) -> Device {
         Device::Cpu
     }
 
-    fn from_host<E: Element>(_op: &'static str, _device: Device, data: &[E]) -> Result<Vec<E>> {
-        Ok(data.to_vec())
+    fn from_host<E: Element>(
+        _op: &'static str,
+        _device: Device,
+        data: &[E],
+    ) -> Result<HostBuffer<E>> {
+        Ok(data.to_vec().into())
     }
 
-    fn full<E: Element>(op: &'static str, _device: Device, len: usize, value: E) -> Result<Vec<E>> {
+    fn full<E: Element>(
+        op: &'static str,
+        _device: Device,
+        len: usize,
+        value: E,
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, len)?;
         Ok(words::full_of(len, value))
     }
 
-    fn to_host<E: Element>(op: &'static str, src: &Vec<E>, layout: &Layout) -> Result<Vec<E>> {
+    fn to_host<E: Element>(
+        op: &'static str,
+        src: &HostBuffer<E>,
+        layout: &Layout,
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, layout.numel())?;
         if layout.numel() == 0 {
             // The offset of an empty view may lie anywhere, even past the buffer.
-            return Ok(Vec::new());
+            return Ok(HostBuffer::new());
         }
         if layout.is_contiguous() {
             let start = layout.offset();
@@ -482,16 +505,21 @@ impl Backend for Cpu {
         Ok(words::gather(src, layout))
     }
 
-    fn set<E: Element>(_op: &'static str, buf: &mut Vec<E>, index: usize, value: E) -> Result<()> {
+    fn set<E: Element>(
+        _op: &'static str,
+        buf: &mut HostBuffer<E>,
+        index: usize,
+        value: E,
+    ) -> Result<()> {
         buf[index] = value;
         Ok(())
     }
 
     fn cast<E: Element, F: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
-    ) -> Result<Vec<F>> {
+    ) -> Result<HostBuffer<F>> {
         reserve::<F>(op, layout.numel())?;
         if const { same_type::<E, F>() } {
             return Ok(retype_vec(words::gather(src, layout)));
@@ -507,7 +535,7 @@ impl Backend for Cpu {
 
     fn fill_<E: Element>(
         _op: &'static str,
-        buf: &mut Vec<E>,
+        buf: &mut HostBuffer<E>,
         dst: &Layout,
         value: E,
     ) -> Result<()> {
@@ -517,9 +545,9 @@ impl Backend for Cpu {
 
     fn copy_<E: Element, F: Element>(
         _op: &'static str,
-        buf: &mut Vec<E>,
+        buf: &mut HostBuffer<E>,
         dst: &Layout,
-        src: &Vec<F>,
+        src: &HostBuffer<F>,
         src_layout: &Layout,
     ) -> Result<()> {
         if const { same_type::<E, F>() } {
@@ -533,9 +561,9 @@ impl Backend for Cpu {
     fn unary<E: Element>(
         op: &'static str,
         uop: UnaryOp,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::unary(uop, retype(src), layout))))
     }
@@ -543,7 +571,7 @@ impl Backend for Cpu {
     fn unary_<E: Element>(
         _op: &'static str,
         uop: UnaryOp,
-        buf: &mut Vec<E>,
+        buf: &mut HostBuffer<E>,
         dst: &Layout,
     ) -> Result<()> {
         dtype_match!(E::DTYPE, T => T::unary_(uop, retype_mut(buf), dst));
@@ -553,9 +581,9 @@ impl Backend for Cpu {
     fn test<E: Element>(
         op: &'static str,
         top: TestOp,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
-    ) -> Result<Vec<bool>> {
+    ) -> Result<HostBuffer<bool>> {
         reserve::<bool>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => T::test(top, retype(src), layout)))
     }
@@ -563,11 +591,11 @@ impl Backend for Cpu {
     fn binary<A: Element, B: Element, O: Element>(
         op: &'static str,
         bop: BinaryOp,
-        a: &Vec<A>,
+        a: &HostBuffer<A>,
         la: &Layout,
-        b: &Vec<B>,
+        b: &HostBuffer<B>,
         lb: &Layout,
-    ) -> Result<Vec<O>> {
+    ) -> Result<HostBuffer<O>> {
         reserve::<O>(op, la.numel())?;
         Ok(dtype_match!(O::DTYPE, T => retype_vec(T::binary(
             bop,
@@ -582,11 +610,11 @@ impl Backend for Cpu {
     fn binary_scalar<A: Element, B: Element, O: Element>(
         op: &'static str,
         bop: BinaryOp,
-        a: &Vec<A>,
+        a: &HostBuffer<A>,
         la: &Layout,
         s: B,
         scalar_left: bool,
-    ) -> Result<Vec<O>> {
+    ) -> Result<HostBuffer<O>> {
         reserve::<O>(op, la.numel())?;
         let (one, ls) = ([s], Layout::repeated(la.sizes()));
         Ok(dtype_match!(O::DTYPE, T => retype_vec(if scalar_left {
@@ -599,9 +627,9 @@ impl Backend for Cpu {
     fn binary_<E: Element, B: Element>(
         _op: &'static str,
         bop: BinaryOp,
-        buf: &mut Vec<E>,
+        buf: &mut HostBuffer<E>,
         dst: &Layout,
-        src: &Vec<B>,
+        src: &HostBuffer<B>,
         src_layout: &Layout,
     ) -> Result<()> {
         dtype_match!(E::DTYPE, T => T::binary_(
@@ -617,11 +645,11 @@ impl Backend for Cpu {
     fn compare<A: Element, B: Element, P: Element>(
         op: &'static str,
         cop: CompareOp,
-        a: &Vec<A>,
+        a: &HostBuffer<A>,
         la: &Layout,
-        b: &Vec<B>,
+        b: &HostBuffer<B>,
         lb: &Layout,
-    ) -> Result<Vec<bool>> {
+    ) -> Result<HostBuffer<bool>> {
         reserve::<bool>(op, la.numel())?;
         Ok(dtype_match!(P::DTYPE, T => T::compare(
             cop,
@@ -634,13 +662,13 @@ impl Backend for Cpu {
 
     fn where_<E: Element>(
         op: &'static str,
-        cond: &Vec<bool>,
+        cond: &HostBuffer<bool>,
         lc: &Layout,
-        a: &Vec<E>,
+        a: &HostBuffer<E>,
         la: &Layout,
-        b: &Vec<E>,
+        b: &HostBuffer<E>,
         lb: &Layout,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, la.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::where_(
             cond,
@@ -654,9 +682,9 @@ impl Backend for Cpu {
 
     fn masked_fill_<E: Element>(
         _op: &'static str,
-        buf: &mut Vec<E>,
+        buf: &mut HostBuffer<E>,
         dst: &Layout,
-        mask: &Vec<bool>,
+        mask: &HostBuffer<bool>,
         mask_layout: &Layout,
         value: E,
     ) -> Result<()> {
@@ -673,10 +701,10 @@ impl Backend for Cpu {
     fn reduce<E: Element, O: Element>(
         op: &'static str,
         rop: ReduceOp,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         mask: &[bool],
-    ) -> Result<Vec<O>> {
+    ) -> Result<HostBuffer<O>> {
         reserve::<O>(op, kept_count(layout, mask))?;
         Ok(dtype_match!(E::DTYPE, T => T::reduce(rop, retype(src), layout, mask).into_vec()))
     }
@@ -684,10 +712,10 @@ impl Backend for Cpu {
     fn arg_reduce<E: Element>(
         op: &'static str,
         max: bool,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         dim: usize,
-    ) -> Result<(Vec<E>, Vec<i64>)> {
+    ) -> Result<(HostBuffer<E>, HostBuffer<i64>)> {
         reserve::<E>(
             op,
             layout
@@ -703,24 +731,24 @@ impl Backend for Cpu {
 
     fn softmax<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         dim: usize,
         log: bool,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::softmax(retype(src), layout, dim, log))))
     }
 
     fn softmax_backward<E: Element>(
         op: &'static str,
-        y: &Vec<E>,
+        y: &HostBuffer<E>,
         ly: &Layout,
-        g: &Vec<E>,
+        g: &HostBuffer<E>,
         lg: &Layout,
         dim: usize,
         log: bool,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, ly.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::softmax_backward(
             retype(y),
@@ -734,12 +762,12 @@ impl Backend for Cpu {
 
     fn normalize<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         dim: usize,
         eps: f64,
         center: bool,
-    ) -> Result<(Vec<E>, Vec<E>)> {
+    ) -> Result<(HostBuffer<E>, HostBuffer<E>)> {
         check_lanes_have_entries(op, layout, dim)?;
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => {
@@ -750,15 +778,15 @@ impl Backend for Cpu {
 
     fn normalize_backward<E: Element>(
         op: &'static str,
-        y: &Vec<E>,
+        y: &HostBuffer<E>,
         ly: &Layout,
-        g: &Vec<E>,
+        g: &HostBuffer<E>,
         lg: &Layout,
-        r: &Vec<E>,
+        r: &HostBuffer<E>,
         lr: &Layout,
         dim: usize,
         center: bool,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, ly.numel())?;
         Ok(
             dtype_match!(E::DTYPE, T => retype_vec(T::normalize_backward(
@@ -776,13 +804,13 @@ impl Backend for Cpu {
 
     fn adam_<E: Element>(
         op: &'static str,
-        p: &mut Vec<E>,
+        p: &mut HostBuffer<E>,
         lp: &Layout,
-        g: &Vec<E>,
+        g: &HostBuffer<E>,
         lg: &Layout,
-        m: &mut Vec<E>,
-        v: &mut Vec<E>,
-        vmax: Option<&mut Vec<E>>,
+        m: &mut HostBuffer<E>,
+        v: &mut HostBuffer<E>,
+        vmax: Option<&mut HostBuffer<E>>,
         step: &AdamStep,
     ) -> Result<()> {
         let mut lens = vec![m.len(), v.len()];
@@ -806,21 +834,21 @@ impl Backend for Cpu {
     fn scan<E: Element, O: Element>(
         op: &'static str,
         prod: bool,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         dim: usize,
-    ) -> Result<Vec<O>> {
+    ) -> Result<HostBuffer<O>> {
         reserve::<O>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::scan(prod, retype(src), layout, dim))))
     }
 
     fn sort<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         dim: usize,
         descending: bool,
-    ) -> Result<(Vec<E>, Vec<i64>)> {
+    ) -> Result<(HostBuffer<E>, HostBuffer<i64>)> {
         // The sorted (entry, position) pairs, then the two outputs.
         reserve::<(E, i64)>(op, layout.numel())?;
         reserve::<E>(op, layout.numel())?;
@@ -830,12 +858,12 @@ impl Backend for Cpu {
 
     fn index_select<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         dim: usize,
-        index: &Vec<i64>,
+        index: &HostBuffer<i64>,
         index_layout: &Layout,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(
             op,
             layout
@@ -856,12 +884,12 @@ impl Backend for Cpu {
 
     fn gather<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         dim: usize,
-        index: &Vec<i64>,
+        index: &HostBuffer<i64>,
         index_layout: &Layout,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, index_layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::gather(
             op,
@@ -875,14 +903,14 @@ impl Backend for Cpu {
 
     fn scatter_add<E: Element>(
         op: &'static str,
-        base: &Vec<E>,
+        base: &HostBuffer<E>,
         lb: &Layout,
         dim: usize,
-        index: &Vec<i64>,
+        index: &HostBuffer<i64>,
         li: &Layout,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         ls: &Layout,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, lb.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::scatter_add(
             op,
@@ -898,10 +926,10 @@ impl Backend for Cpu {
 
     fn cat<E: Element>(
         op: &'static str,
-        parts: &[(&Vec<E>, &Layout)],
+        parts: &[(&HostBuffer<E>, &Layout)],
         dim: usize,
         out_shape: &[usize],
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(
             op,
             out_shape
@@ -917,32 +945,32 @@ impl Backend for Cpu {
 
     fn matmul<E: Element>(
         op: &'static str,
-        a: &Vec<E>,
+        a: &HostBuffer<E>,
         la: &Layout,
-        b: &Vec<E>,
+        b: &HostBuffer<E>,
         lb: &Layout,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, matmul_count(la, lb))?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::matmul(retype(a), la, retype(b), lb))))
     }
 
     fn flip<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         flip: &[bool],
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::flip(retype(src), layout, flip))))
     }
 
     fn unfold2d<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         window: &Window2d,
         pad: E,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         let r = layout.rank();
         let (oh, ow) = window.output_size(layout.sizes()[r - 2], layout.sizes()[r - 1])?;
         let (kh, kw) = window.kernel;
@@ -953,12 +981,12 @@ impl Backend for Cpu {
 
     fn fold2d<E: Element>(
         op: &'static str,
-        cols: &Vec<E>,
+        cols: &HostBuffer<E>,
         layout: &Layout,
         window: &Window2d,
         hw: (usize, usize),
-        winners: Option<(&Vec<i64>, &Layout)>,
-    ) -> Result<Vec<E>> {
+        winners: Option<(&HostBuffer<i64>, &Layout)>,
+    ) -> Result<HostBuffer<E>> {
         let lead: usize = layout.sizes()[..layout.rank() - 4].iter().product();
         reserve::<E>(op, lead.saturating_mul(hw.0 * hw.1))?;
         let winners = winners.map(|(b, l)| (b.as_slice(), l));
@@ -969,10 +997,10 @@ impl Backend for Cpu {
 
     fn max_pool2d<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         window: &Window2d,
-    ) -> Result<(Vec<E>, Vec<i64>)> {
+    ) -> Result<(HostBuffer<E>, HostBuffer<i64>)> {
         let r = layout.rank();
         let (oh, ow) = window.output_size(layout.sizes()[r - 2], layout.sizes()[r - 1])?;
         let lead: usize = layout.sizes()[..r - 2].iter().product();
@@ -985,11 +1013,11 @@ impl Backend for Cpu {
 
     fn triangle<E: Element>(
         op: &'static str,
-        src: &Vec<E>,
+        src: &HostBuffer<E>,
         layout: &Layout,
         diagonal: isize,
         lower: bool,
-    ) -> Result<Vec<E>> {
+    ) -> Result<HostBuffer<E>> {
         reserve::<E>(op, layout.numel())?;
         Ok(dtype_match!(E::DTYPE, T => retype_vec(T::triangle(
             retype(src),

@@ -16,6 +16,7 @@
 use super::convert::{as_type, as_type_mut};
 use super::dot_products;
 use super::elementwise::map_new;
+use super::host_buffer::HostBuffer;
 use super::parallel::{for_each_row_chunk, for_each_with_caller, num_threads, pool};
 use super::pool::take as take_buffer;
 use super::transpose::{Bits, Plan};
@@ -51,7 +52,7 @@ impl Batched {
 /// The products of `p` over `a` and `b`, concatenated row-major (`offsets.len() · m · n`
 /// elements). `E` must be `f32`, `f64`, `f16` or an integer type (callers route `bf16`
 /// through `f32` and refuse `bool`).
-pub fn matmul<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
+pub fn matmul<E: Element>(a: &[E], b: &[E], p: &Batched) -> HostBuffer<E> {
     match E::DTYPE {
         DType::F32 | DType::F64 | DType::F16 => gemm_batched(a, b, p),
         DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => int_batched(a, b, p),
@@ -62,12 +63,12 @@ pub fn matmul<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
 /// The products of `la` over `a` (sizes `[batch…, m, k]`) and `lb` over `b` (`[batch…, k, n]`,
 /// the same batch sizes, broadcast batch dims with stride 0), row-major `[batch…, m, n]`.
 /// `bf16` has too few bits to accumulate in: it is computed in `f32` and rounded once.
-pub fn matmul_op<E: Element>(a: &[E], la: &Layout, b: &[E], lb: &Layout) -> Vec<E> {
+pub fn matmul_op<E: Element>(a: &[E], la: &Layout, b: &[E], lb: &Layout) -> HostBuffer<E> {
     if E::DTYPE != DType::BF16 {
         return matmul(a, b, &batched(la, lb));
     }
     // Each operand's distinct elements in f32, seen again at the expanded sizes.
-    let widen = |src: &[E], l: &Layout| -> (Vec<f32>, Layout) {
+    let widen = |src: &[E], l: &Layout| -> (HostBuffer<f32>, Layout) {
         let distinct = l.collapse_broadcast();
         let wide = map_new::<E, f32, f32, f32, false>(src, &distinct, |x| x);
         let sizes: Vec<isize> = l.sizes().iter().map(|&s| s as isize).collect();
@@ -243,13 +244,13 @@ unsafe fn gemm_kernel<E: Element>(
 /// thread; above it, products run one after the other, each split across the pool by `gemm`
 /// when it is large (see [`BAND_MAX_WORK`]), and otherwise the `batches · m` output rows of all
 /// products are cut into one band per thread.
-fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
+fn gemm_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> HostBuffer<E> {
     let (m, n, k) = (p.m, p.n, p.k);
     let len = m * n;
     let batches = p.offsets.len();
     let total = batches * len;
     if total == 0 || k == 0 {
-        return vec![E::ZERO; total];
+        return vec![E::ZERO; total].into();
     }
     // A pooled buffer (no page faults when one of this size was freed before), written by
     // `gemm` through its spare capacity; its length is set once every product is written.
@@ -464,12 +465,12 @@ const INT_BLOCK: usize = 256;
 /// Integer products: for each output row and block of columns, `acc += a[i, l] · b[l, ..]` in
 /// `i64` with wrapping arithmetic, then converted (wrapping) to `E`. Rows are split across
 /// the pool.
-fn int_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
+fn int_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> HostBuffer<E> {
     let (m, n, k) = (p.m, p.n, p.k);
     let rows = p.offsets.len() * m;
     let mut out = vec![E::ZERO; rows * n];
     if out.is_empty() || k == 0 {
-        return out;
+        return out.into();
     }
     let [a_rs, a_cs] = p.a_strides;
     let [b_rs, b_cs] = p.b_strides;
@@ -504,7 +505,7 @@ fn int_batched<E: Element>(a: &[E], b: &[E], p: &Batched) -> Vec<E> {
             }
         }
     });
-    out
+    out.into()
 }
 
 #[cfg(test)]
@@ -603,7 +604,7 @@ mod gathered_left_tests {
 
     /// Values that are exact in every float type, as are the products' sums here: small
     /// integers, repeating only every 23 positions.
-    fn values<E: Element>(len: usize, seed: usize) -> Vec<E> {
+    fn values<E: Element>(len: usize, seed: usize) -> HostBuffer<E> {
         (0..len)
             .map(|i| E::from_f64(((i * 7 + seed) % 23) as f64 - 11.0))
             .collect()

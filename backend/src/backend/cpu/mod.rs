@@ -4,7 +4,7 @@
 
 pub use namedtensor_core::backend::cpu::{
     convert, copy, copy_cast, elementwise, elementwise_instances, env_setting, half_lines,
-    parallel, pointwise, pool, stream, transpose, vmath,
+    host_buffer, parallel, pointwise, pool, stream, transpose, vmath,
 };
 mod adam;
 mod dot_products;

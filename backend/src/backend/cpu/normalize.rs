@@ -17,6 +17,7 @@
 //!   the split across the pool is by whole slabs, so results do not depend on the threads.
 
 use super::convert::vec_into;
+use super::host_buffer::HostBuffer;
 use super::parallel::for_each_unit_run_pair;
 use super::pool::take as take_buffer;
 use super::scan::{ROW_LANES, around, contiguous, fold_lanes, for_each_slabs, reduce_lanes};
@@ -37,13 +38,13 @@ pub fn normalize_op<E: Element, T: NativeFloat>(
     dim: usize,
     eps: f64,
     center: bool,
-) -> (Vec<E>, Vec<E>) {
+) -> (HostBuffer<E>, HostBuffer<E>) {
     let (n, inner) = around(layout.sizes(), dim);
     let x = contiguous::<E, T>(src, layout);
     let len = x.len();
     if len == 0 {
         // No lanes (`n > 0`: the caller checked).
-        return (Vec::new(), Vec::new());
+        return (HostBuffer::new(), HostBuffer::new());
     }
     let lanes = len / n;
     let mut y = take_buffer::<T>(len);
@@ -163,7 +164,7 @@ pub fn normalize_backward_op<E: Element, T: NativeFloat>(
     lr: &Layout,
     dim: usize,
     center: bool,
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let (n, inner) = around(ly.sizes(), dim);
     let len = ly.numel();
     let (y, g, r) = (

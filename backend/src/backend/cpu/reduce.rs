@@ -29,6 +29,7 @@
 //!   reduced rows.
 
 use super::convert::{as_type, convert};
+use super::host_buffer::HostBuffer;
 use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
 use super::pointwise::{BLOCK, for_each_segment, load};
 use super::pool::take as take_buffer;
@@ -320,7 +321,7 @@ pub fn reduce<S, T, A, O, M, C>(
     reduced: &[bool],
     fold: Fold<A, M, C>,
     finish: impl Fn(A) -> O + Sync,
-) -> Vec<O>
+) -> HostBuffer<O>
 where
     S: Element,
     T: Element,
@@ -508,7 +509,7 @@ fn outer<S, T, A, O, M, C>(
     red: &Coalesced<1>,
     fold: &Fold<A, M, C>,
     finish: &(impl Fn(A) -> O + Sync),
-    out: &mut Vec<O>,
+    out: &mut HostBuffer<O>,
     k: usize,
 ) where
     S: Element,
@@ -638,7 +639,7 @@ pub fn arg_reduce<S: Element, T: Element>(
     layout: &Layout,
     dim: usize,
     better: impl Fn(T, T) -> bool + Sync,
-) -> Vec<(S, i64)> {
+) -> HostBuffer<(S, i64)> {
     let mut reduced = vec![false; layout.rank()];
     reduced[dim] = true;
     let sp = split(layout, &reduced);

@@ -6,6 +6,8 @@
 //! integers and `bool`, `f32` for `f16`/`bf16`); means in the compute type; maxima and minima
 //! in the compute type, NaN propagating.
 
+use super::host_buffer::HostBuffer;
+use super::pool::take as take_buffer;
 use super::reduce::{Fold, arg_reduce, reduce};
 use crate::backend::op::ReduceOp;
 use crate::dtype::{Element, Kernel, Native, cast};
@@ -14,13 +16,13 @@ use crate::layout::Layout;
 /// A reduction's result, in the element type its operation gives.
 pub enum Reduced<E: Kernel> {
     /// Of the input's type (`max`, `min`).
-    Own(Vec<E>),
+    Own(HostBuffer<E>),
     /// Of the input's sum type (`sum`, `prod`).
-    Sum(Vec<E::Sum>),
+    Sum(HostBuffer<E::Sum>),
     /// Of the input's compute type (`mean`).
-    Compute(Vec<E::Compute>),
+    Compute(HostBuffer<E::Compute>),
     /// Truth values (`any`, `all`).
-    Bool(Vec<bool>),
+    Bool(HostBuffer<bool>),
 }
 
 type C<E> = <E as Kernel>::Compute;
@@ -147,11 +149,16 @@ pub fn arg_reduce_op<E: Element>(
     src: &[E],
     layout: &Layout,
     dim: usize,
-) -> (Vec<E>, Vec<i64>) {
+) -> (HostBuffer<E>, HostBuffer<i64>) {
     let pairs = if max {
         arg_reduce::<E, C<E>>(src, layout, dim, beats_max)
     } else {
         arg_reduce::<E, C<E>>(src, layout, dim, beats_min)
     };
-    pairs.into_iter().unzip()
+    let (mut values, mut taps) = (take_buffer(pairs.len()), take_buffer(pairs.len()));
+    for &(v, t) in pairs.iter() {
+        values.push(v);
+        taps.push(t);
+    }
+    (values, taps)
 }

@@ -7,13 +7,13 @@
 
 use super::convert::{as_type, vec_into};
 use super::elementwise::map_new;
+use super::host_buffer::{BorrowedOrOwned, HostBuffer};
 use super::parallel::{for_each_chunk_mut, task_count};
 use super::pool::take as take_buffer;
 use super::vmath::vectorized;
 use crate::dtype::Element;
 use crate::dtype::{Native, NativeFloat, cast};
 use crate::layout::Layout;
-use std::borrow::Cow;
 use std::mem::MaybeUninit;
 
 const COLS: usize = 256;
@@ -41,7 +41,7 @@ pub(super) fn for_each_slabs<T: Send>(
 /// `-inf` gives NaN, as in PyTorch. `src` is read twice per lane (maximum, then `exp`) and
 /// the output written once and read back once while it is still in cache, so no copy of
 /// the input is made first.
-pub fn softmax<T: NativeFloat>(src: &[T], n: usize, inner: usize, log: bool) -> Vec<T> {
+pub fn softmax<T: NativeFloat>(src: &[T], n: usize, inner: usize, log: bool) -> HostBuffer<T> {
     let len = src.len();
     let slab = n * inner;
     let mut out = take_buffer::<T>(len);
@@ -263,7 +263,7 @@ pub fn softmax_op<E: Element, T: NativeFloat>(
     layout: &Layout,
     dim: usize,
     log: bool,
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let (n, inner) = around(layout.sizes(), dim);
     vec_into(softmax(&contiguous::<E, T>(src, layout), n, inner, log))
 }
@@ -273,11 +273,13 @@ pub fn softmax_op<E: Element, T: NativeFloat>(
 pub(super) fn contiguous<'a, E: Element, T: Element>(
     src: &'a [E],
     layout: &Layout,
-) -> Cow<'a, [T]> {
+) -> BorrowedOrOwned<'a, T> {
     let (start, len) = (layout.offset(), layout.numel());
     match as_type::<E, T>(src) {
-        Some(s) if layout.is_contiguous() && len > 0 => Cow::Borrowed(&s[start..start + len]),
-        _ => Cow::Owned(map_new::<E, T, T, T, false>(src, layout, |x| x)),
+        Some(s) if layout.is_contiguous() && len > 0 => {
+            BorrowedOrOwned::Borrowed(&s[start..start + len])
+        }
+        _ => BorrowedOrOwned::Owned(map_new::<E, T, T, T, false>(src, layout, |x| x)),
     }
 }
 
@@ -291,7 +293,7 @@ pub fn softmax_backward_op<E: Element, T: NativeFloat>(
     lg: &Layout,
     dim: usize,
     log: bool,
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let (n, inner) = around(ly.sizes(), dim);
     let len = ly.numel();
     let (y, g) = (contiguous::<E, T>(y, ly), contiguous::<E, T>(g, lg));
@@ -390,7 +392,7 @@ pub fn scan_op<E: Element, O: Element>(
     src: &[E],
     layout: &Layout,
     dim: usize,
-) -> Vec<O> {
+) -> HostBuffer<O> {
     let (n, inner) = around(layout.sizes(), dim);
     let mut buf = map_new::<E, O, O, O, false>(src, layout, |x| x);
     if O::DTYPE.is_float() {

@@ -6,6 +6,7 @@
 //! every source access is bounds-checked anyway.
 
 use super::copy::gather_to_vec;
+use super::host_buffer::HostBuffer;
 use super::parallel::{for_each_row_chunk, for_each_with_caller, parallel_threshold};
 use super::pool::take as take_buffer;
 use crate::dtype::{Element, Kernel, Native, cast};
@@ -41,14 +42,14 @@ pub fn index_select<E: Copy + Send + Sync>(
     layout: &Layout,
     dim: usize,
     index: &[usize],
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let (sizes, strides) = (layout.sizes(), layout.strides());
     let (outer_sizes, outer_strides) = (&sizes[..dim], &strides[..dim]);
     let inner = Coalesced::new(&sizes[dim + 1..], [&strides[dim + 1..]], [0]);
     let inner_n: usize = sizes[dim + 1..].iter().product();
     let rows = outer_sizes.iter().product::<usize>() * index.len();
     let n = rows * inner_n;
-    let mut out: Vec<E> = take_buffer(n);
+    let mut out: HostBuffer<E> = take_buffer(n);
     if inner_n == 1 && !index.is_empty() {
         // Selecting along the innermost dim (a gather of single elements, as unfold2d does):
         // one output run of `index.len()` elements per outer position, read in a tight loop
@@ -119,7 +120,7 @@ pub fn gather<E: Copy + Send + Sync>(
     dim: usize,
     index: &[i64],
     index_layout: &Layout,
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let sizes = index_layout.sizes();
     let n = index_layout.numel();
     let out_strides = contiguous_strides(sizes).expect("numel is checked in layouts");
@@ -133,7 +134,7 @@ pub fn gather<E: Copy + Send + Sync>(
     );
     let (rows, len) = (walk.rows(), walk.inner_len());
     let [ss, is, _] = walk.inner_strides();
-    let mut out: Vec<E> = take_buffer(n);
+    let mut out: HostBuffer<E> = take_buffer(n);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         rows,
@@ -173,7 +174,7 @@ pub fn scatter_add<E: Kernel + Element>(
     li: &Layout,
     src: &[E],
     ls: &Layout,
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let mut out = gather_to_vec(base, base_layout);
     let (sizes, isizes) = (base_layout.sizes(), li.sizes());
     if li.numel() == 0 {
@@ -240,7 +241,7 @@ pub fn scatter_add_op<E: Kernel + Element>(
     li: &Layout,
     src: &[E],
     ls: &Layout,
-) -> Result<Vec<E>> {
+) -> Result<HostBuffer<E>> {
     check_indices(op, index, li, dim, base_layout.sizes())?;
     Ok(scatter_add(base, base_layout, dim, index, li, src, ls))
 }
@@ -251,7 +252,7 @@ pub fn cat<E: Copy + Send + Sync>(
     out_shape: &[usize],
     dim: usize,
     parts: &[(&[E], &Layout)],
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let n: usize = out_shape.iter().product();
     // Output row `o` (an index of the dims before `dim`) is the parts' rows `o` one after
     // the other; a part's row is its `size(dim) · Π inner sizes` elements at that index.
@@ -264,7 +265,7 @@ pub fn cat<E: Copy + Send + Sync>(
             (inner, l.sizes()[dim..].iter().product())
         })
         .collect();
-    let mut out: Vec<E> = take_buffer(n);
+    let mut out: HostBuffer<E> = take_buffer(n);
     if rows == 1 && parts.len() > 1 && n >= parallel_threshold() {
         // One row (a cat along the outermost dim of size above 1): the parts are copied in
         // parallel instead, each into its own range of the output.
@@ -342,11 +343,11 @@ pub fn index_select_op<E: Copy + Send + Sync>(
     dim: usize,
     index: &[i64],
     li: &Layout,
-) -> Result<Vec<E>> {
+) -> Result<HostBuffer<E>> {
     check_indices(op, index, li, dim, layout.sizes())?;
     let idx: Vec<usize> = gather_to_vec(index, li)
-        .into_iter()
-        .map(|v| v as usize)
+        .iter()
+        .map(|&v| v as usize)
         .collect();
     Ok(index_select(src, layout, dim, &idx))
 }
@@ -359,7 +360,7 @@ pub fn gather_op<E: Copy + Send + Sync>(
     dim: usize,
     index: &[i64],
     li: &Layout,
-) -> Result<Vec<E>> {
+) -> Result<HostBuffer<E>> {
     check_indices(op, index, li, dim, layout.sizes())?;
     Ok(gather(src, layout, dim, index, li))
 }

@@ -1,16 +1,21 @@
 //! Copies that rearrange elements: `flip` (reversed dims) and the triangular masks of
 //! `tril`/`triu`.
 
+use super::host_buffer::HostBuffer;
 use super::parallel::for_each_row_chunk;
 use super::pool::take as take_buffer;
 use crate::layout::Layout;
 
 /// The elements of `layout` over `src` in row-major order, with the dims where `flip` is
 /// true read backwards.
-pub fn flip_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout, flip: &[bool]) -> Vec<E> {
+pub fn flip_to_vec<E: Copy + Send + Sync>(
+    src: &[E],
+    layout: &Layout,
+    flip: &[bool],
+) -> HostBuffer<E> {
     let n = layout.numel();
     if n == 0 {
-        return Vec::new();
+        return HostBuffer::new();
     }
     // Output index 0 reads at `base`; a flipped dim walks its stride backwards.
     let mut base = layout.offset() as isize;
@@ -32,7 +37,7 @@ pub fn flip_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout, flip: &[bo
     }
     let (row_len, step) = dims.pop().unwrap_or((1, 0));
     let rows = n / row_len;
-    let mut out: Vec<E> = take_buffer(n);
+    let mut out: HostBuffer<E> = take_buffer(n);
     for_each_row_chunk(
         &mut out.spare_capacity_mut()[..n],
         rows,

@@ -10,6 +10,7 @@
 //!   dim order by one more copy unless `dim` was already last.
 
 use super::copy::gather_to_vec;
+use super::host_buffer::HostBuffer;
 use super::parallel::{for_each_chunk_mut, task_count};
 use crate::dtype::Element;
 use crate::layout::{Layout, contiguous_strides};
@@ -29,7 +30,7 @@ pub fn sort<E: Element>(
     layout: &Layout,
     dim: usize,
     descending: bool,
-) -> (Vec<E>, Vec<i64>) {
+) -> (HostBuffer<E>, HostBuffer<i64>) {
     let rank = layout.rank();
     let n = layout.sizes()[dim];
     // The input with `dim` moved last: every lane a row of `n`.
@@ -41,7 +42,8 @@ pub fn sort<E: Element>(
         layout.offset(),
     );
     let mut pairs: Vec<(E, i64)> = gather_to_vec(src, &rows_view)
-        .into_iter()
+        .iter()
+        .copied()
         .zip((0..n as i64).cycle())
         .collect();
     if n > 1 {
@@ -57,6 +59,7 @@ pub fn sort<E: Element>(
         });
     }
     let (values, indices): (Vec<E>, Vec<i64>) = pairs.into_iter().unzip();
+    let (values, indices) = (HostBuffer::from(values), HostBuffer::from(indices));
     if dim + 1 == rank {
         return (values, indices);
     }

@@ -13,6 +13,7 @@
 //!   element sums its contributions in `(a, b)` order, as the CUDA kernel (one thread per
 //!   element, looping over `(a, b)`) does: both backends round the same sums.
 
+use super::host_buffer::HostBuffer;
 use super::parallel::{for_each_row_chunk, for_each_unit_run_pair};
 use super::pointwise::Segments;
 use super::pool::take as take_buffer;
@@ -78,7 +79,7 @@ pub fn unfold2d<W: Copy + Send + Sync>(
     layout: &Layout,
     window: &Window2d,
     pad: W,
-) -> Vec<W> {
+) -> HostBuffer<W> {
     let Input {
         hw: (h, w),
         strides: (hs, ws),
@@ -300,7 +301,7 @@ pub fn fold2d<E: Kernel + Element>(
     window: &Window2d,
     (h, w): (usize, usize),
     winners: Option<(&[i64], &Layout)>,
-) -> Vec<E> {
+) -> HostBuffer<E> {
     let r = layout.rank();
     let (kh, kw) = window.kernel;
     let (oh, ow) = (layout.sizes()[r - 2], layout.sizes()[r - 1]);
@@ -500,7 +501,7 @@ pub fn max_pool2d<E: Kernel + Element>(
     src: &[E],
     layout: &Layout,
     window: &Window2d,
-) -> (Vec<E>, Vec<i64>) {
+) -> (HostBuffer<E>, HostBuffer<i64>) {
     let Input {
         hw: (h, w),
         strides: (hs, ws),

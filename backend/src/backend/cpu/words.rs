@@ -15,27 +15,28 @@
 //! - values are only moved, never made, so a `bool` read back from words holds 0 or 1.
 
 use super::copy::{copy_same, fill_strided, full, gather_to_vec};
+use super::host_buffer::HostBuffer;
 use crate::dtype::Element;
 use crate::layout::{Layout, Window2d};
 
 /// An unsigned integer that stands for the elements of its size.
 pub trait Word: Copy + Send + Sync + 'static {
     /// The elements of `layout` over `src`, in row-major order.
-    fn gather(src: &[Self], layout: &Layout) -> Vec<Self>;
+    fn gather(src: &[Self], layout: &Layout) -> HostBuffer<Self>;
     /// Writes `value` at every element of `layout` over `dst`.
     fn fill(dst: &mut [Self], layout: &Layout, value: Self);
     /// Copies the elements of `src_layout` over `src` to `dst_layout` over `dst` (same sizes).
     fn copy(dst: &mut [Self], dst_layout: &Layout, src: &[Self], src_layout: &Layout);
     /// `len` copies of `value`.
-    fn full(len: usize, value: Self) -> Vec<Self>;
+    fn full(len: usize, value: Self) -> HostBuffer<Self>;
     /// The windows of `window` over `layout` (see [`super::window::unfold2d`]).
-    fn unfold2d(src: &[Self], layout: &Layout, window: &Window2d, pad: Self) -> Vec<Self>;
+    fn unfold2d(src: &[Self], layout: &Layout, window: &Window2d, pad: Self) -> HostBuffer<Self>;
 }
 
 macro_rules! words {
     ($($t:ty),*) => {$(
         impl Word for $t {
-            fn gather(src: &[$t], layout: &Layout) -> Vec<$t> {
+            fn gather(src: &[$t], layout: &Layout) -> HostBuffer<$t> {
                 gather_to_vec(src, layout)
             }
             fn fill(dst: &mut [$t], layout: &Layout, value: $t) {
@@ -44,10 +45,10 @@ macro_rules! words {
             fn copy(dst: &mut [$t], dst_layout: &Layout, src: &[$t], src_layout: &Layout) {
                 copy_same(dst, dst_layout, src, src_layout)
             }
-            fn full(len: usize, value: $t) -> Vec<$t> {
+            fn full(len: usize, value: $t) -> HostBuffer<$t> {
                 full(len, value)
             }
-            fn unfold2d(src: &[$t], layout: &Layout, window: &Window2d, pad: $t) -> Vec<$t> {
+            fn unfold2d(src: &[$t], layout: &Layout, window: &Window2d, pad: $t) -> HostBuffer<$t> {
                 super::window::unfold2d(src, layout, window, pad)
             }
         }
@@ -104,17 +105,15 @@ fn to_word<E: Element, W: Word>(value: E) -> W {
 }
 
 /// Words moved from elements of `E`, as a vector of `E` again.
-fn into_elements<W: Word, E: Element>(v: Vec<W>) -> Vec<E> {
+fn into_elements<W: Word, E: Element>(v: HostBuffer<W>) -> HostBuffer<E> {
     assert_same_layout::<E, W>();
-    let mut v = std::mem::ManuallyDrop::new(v);
-    // SAFETY: same size and alignment (asserted), so pointer, length and capacity describe a
-    // valid allocation for `E`; the words were moved from elements of `E` (see the
-    // invariants); the original is not dropped.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<E>(), v.len(), v.capacity()) }
+    // SAFETY: same size and alignment (asserted); the words were moved from elements of `E`
+    // (see the invariants), so each is a valid `E`.
+    unsafe { v.retype::<E>() }
 }
 
 /// The elements of `layout` over `src`, in row-major order.
-pub fn gather<E: Element>(src: &[E], layout: &Layout) -> Vec<E> {
+pub fn gather<E: Element>(src: &[E], layout: &Layout) -> HostBuffer<E> {
     by_size!(E, W => into_elements(W::gather(as_words::<E, W>(src), layout)))
 }
 
@@ -129,12 +128,17 @@ pub fn copy<E: Element>(dst: &mut [E], dst_layout: &Layout, src: &[E], src_layou
 }
 
 /// The windows of `window` over `layout` (see [`super::window::unfold2d`]).
-pub fn unfold2d<E: Element>(src: &[E], layout: &Layout, window: &Window2d, pad: E) -> Vec<E> {
+pub fn unfold2d<E: Element>(
+    src: &[E],
+    layout: &Layout,
+    window: &Window2d,
+    pad: E,
+) -> HostBuffer<E> {
     by_size!(E, W => into_elements(W::unfold2d(as_words::<E, W>(src), layout, window, to_word(pad))))
 }
 
 /// `len` copies of `value`.
-pub fn full_of<E: Element>(len: usize, value: E) -> Vec<E> {
+pub fn full_of<E: Element>(len: usize, value: E) -> HostBuffer<E> {
     by_size!(E, W => into_elements(W::full(len, to_word::<E, W>(value))))
 }
 

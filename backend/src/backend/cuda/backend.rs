@@ -22,6 +22,7 @@ use super::copy;
 use super::device::CudaDevice;
 use super::kernels::Supports;
 use super::{CudaBuffer, blas, compute};
+use crate::backend::cpu::host_buffer::HostBuffer;
 use crate::backend::device::Device;
 use crate::backend::op::{AdamStep, BinaryOp, CompareOp, ReduceOp, TestOp, UnaryOp, constant_test};
 use crate::backend::{Backend, check_adam_operands, check_lanes_have_entries};
@@ -314,8 +315,12 @@ impl Backend for Cuda {
         full_on(op, &super::device::get(op, ordinal(device))?, len, value)
     }
 
-    fn to_host<E: Element>(op: &'static str, src: &CudaBuffer, layout: &Layout) -> Result<Vec<E>> {
-        copy::gather_to_host(op, src, layout)
+    fn to_host<E: Element>(
+        op: &'static str,
+        src: &CudaBuffer,
+        layout: &Layout,
+    ) -> Result<HostBuffer<E>> {
+        copy::gather_to_host(op, src, layout).map(HostBuffer::from)
     }
 
     fn set<E: Element>(

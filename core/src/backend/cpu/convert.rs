@@ -2,6 +2,7 @@
 //! whose type is known to be another (`as_type`), and [`convert`], with SIMD conversions for
 //! `f16`/`bf16` ↔ `f32` and a plain copy when the types are the same.
 
+use super::host_buffer::HostBuffer;
 use crate::dtype::{DType, Element};
 use crate::layout::Layout;
 use half::slice::HalfFloatSliceExt;
@@ -224,12 +225,10 @@ fn f32_to_bf16_plain(src: &[f32], dst: &mut [bf16]) {
 }
 
 /// `v` converted to `E`: the same buffer when `T` is `E`, else a converted copy.
-pub fn vec_into<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
+pub fn vec_into<T: Element, E: Element>(v: HostBuffer<T>) -> HostBuffer<E> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<E>() {
-        let mut v = std::mem::ManuallyDrop::new(v);
-        // SAFETY: `T` and `E` are the same type, so pointer, length and capacity describe a
-        // valid `Vec<E>`; the original is not dropped.
-        return unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<E>(), v.len(), v.capacity()) };
+        // SAFETY: `T` and `E` are the same type.
+        return unsafe { v.retype::<E>() };
     }
     let n = v.len();
     let layout = Layout::contiguous(&[n]).expect("a vector's length fits a layout");

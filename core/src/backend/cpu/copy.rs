@@ -2,6 +2,7 @@
 //! fill a strided view.
 
 use super::convert::as_type;
+use super::host_buffer::HostBuffer;
 use super::pointwise;
 use super::stream::{Store, map_into};
 use super::transpose::{Bits, Mapped, Plan, tiled_to_vec};
@@ -10,7 +11,7 @@ use crate::layout::{Coalesced, Layout};
 use std::mem::MaybeUninit;
 
 /// The elements of `layout` over `src`, in row-major order of the layout's shape.
-pub fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> Vec<E> {
+pub fn gather_to_vec<E: Copy + Send + Sync>(src: &[E], layout: &Layout) -> HostBuffer<E> {
     if let Some(out) = tiled_to_vec(src, layout, &Bits) {
         return out;
     }
@@ -25,7 +26,7 @@ pub fn map_to_vec<E: Copy + Sync, F: Copy + Send>(
     src: &[E],
     layout: &Layout,
     f: impl Fn(E) -> F + Sync,
-) -> Vec<F> {
+) -> HostBuffer<F> {
     if let Some(out) = tiled_to_vec(src, layout, &Mapped(&f)) {
         return out;
     }
@@ -136,7 +137,7 @@ pub fn fill_strided<E: Copy>(dst: &mut [E], layout: &Layout, value: E) {
 }
 
 /// `len` copies of `value`, written by the pool threads into a pooled (huge-page) buffer.
-pub fn full<E: Copy + Send + Sync>(len: usize, value: E) -> Vec<E> {
+pub fn full<E: Copy + Send + Sync>(len: usize, value: E) -> HostBuffer<E> {
     pointwise::build(&[len], [], |out, [], []| {
         for o in out {
             o.write(value);

@@ -13,6 +13,7 @@
 //! `f16`/`bf16` are always compiled so; the others are compiled once, for the baseline, and
 //! stream a large output through `stream::write_blocks`.
 
+use super::host_buffer::HostBuffer;
 use super::pointwise::{self, In};
 use super::stream::Store;
 use super::vmath::vectorized_if;
@@ -24,7 +25,7 @@ pub fn map_new<S: Element, T: Element, U: Element, O: Element, const VEC: bool>(
     src: &[S],
     layout: &Layout,
     f: impl Fn(T) -> U + Sync,
-) -> Vec<O> {
+) -> HostBuffer<O> {
     let store = Store::for_output::<O>(layout.numel());
     pointwise::build(layout.sizes(), [layout], |out, [start], [stride]| {
         vectorized_if!(VEC || O::DTYPE.is_half(), |isa| pointwise::unary::<
@@ -46,7 +47,7 @@ pub fn zip_new<A: Element, B: Element, T: Element, U: Element, O: Element, const
     b: &[B],
     lb: &Layout,
     f: impl Fn(T, T) -> U + Sync,
-) -> Vec<O> {
+) -> HostBuffer<O> {
     let store = Store::for_output::<O>(la.numel());
     pointwise::build(la.sizes(), [la, lb], |out, st, sd| {
         let (a, b) = (In::new(a, st[0], sd[0]), In::new(b, st[1], sd[1]));
@@ -89,7 +90,7 @@ pub fn select_new<E: Element>(
     la: &Layout,
     b: &[E],
     lb: &Layout,
-) -> Vec<E> {
+) -> HostBuffer<E> {
     pointwise::build(la.sizes(), [lc, la, lb], |out, st, sd| {
         pointwise::select::<E, E, E>(
             out,

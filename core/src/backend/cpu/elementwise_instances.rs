@@ -16,6 +16,7 @@ use super::convert::{as_type, as_type_mut};
 use super::elementwise::{
     map_inplace, map_new, masked_fill_inplace, select_new, zip_inplace, zip_new,
 };
+use super::host_buffer::HostBuffer;
 use crate::backend::op::{BinaryLoop, BinaryOp, CompareOp, TestOp, UnaryLoop, UnaryOp};
 use crate::dtype::{Element, Kernel, Native};
 use crate::layout::Layout;
@@ -33,17 +34,15 @@ pub fn retype_mut<E: Element, T: Element>(s: &mut [E]) -> &mut [T] {
 }
 
 /// `v` as a vector of `E`, which the caller knows to be `T`.
-pub fn retype_vec<T: Element, E: Element>(v: Vec<T>) -> Vec<E> {
+pub fn retype_vec<T: Element, E: Element>(v: HostBuffer<T>) -> HostBuffer<E> {
     assert_eq!(
         T::DTYPE,
         E::DTYPE,
         "dtype_match selected the vector's own type"
     );
-    let mut v = std::mem::ManuallyDrop::new(v);
-    // SAFETY: `T` and `E` are one type (asserted), so pointer, length and capacity describe a
-    // valid `Vec<E>`; the original is not dropped. (Not `convert::vec_into`, whose converting
-    // path every generic caller would compile.)
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<E>(), v.len(), v.capacity()) }
+    // SAFETY: `T` and `E` are one type (asserted). (Not `convert::vec_into`, whose
+    // converting path every generic caller would compile.)
+    unsafe { v.retype::<E>() }
 }
 
 /// An operand of a binary kernel whose output type is `O`: of type `O` itself, or of `O`'s
@@ -75,11 +74,11 @@ pub fn operand<A: Element, O: Element>(s: &[A]) -> Operand<'_, O> {
 /// docs); `namedtensor-backend`'s CPU backend calls them.
 pub trait ElementwiseInstances: Element {
     /// See `Backend::unary`.
-    fn unary(uop: UnaryOp, src: &[Self], layout: &Layout) -> Vec<Self>;
+    fn unary(uop: UnaryOp, src: &[Self], layout: &Layout) -> HostBuffer<Self>;
     /// See `Backend::unary_`.
     fn unary_(uop: UnaryOp, buf: &mut [Self], dst: &Layout);
     /// See `Backend::test`.
-    fn test(top: TestOp, src: &[Self], layout: &Layout) -> Vec<bool>;
+    fn test(top: TestOp, src: &[Self], layout: &Layout) -> HostBuffer<bool>;
     /// See `Backend::binary`.
     fn binary(
         bop: BinaryOp,
@@ -87,7 +86,7 @@ pub trait ElementwiseInstances: Element {
         la: &Layout,
         b: Operand<'_, Self>,
         lb: &Layout,
-    ) -> Vec<Self>;
+    ) -> HostBuffer<Self>;
     /// See `Backend::binary_`.
     fn binary_(bop: BinaryOp, buf: &mut [Self], dst: &Layout, src: Operand<'_, Self>, ls: &Layout);
     /// See `Backend::compare`: compared in this type's compute type.
@@ -97,7 +96,7 @@ pub trait ElementwiseInstances: Element {
         la: &Layout,
         b: Operand<'_, Self>,
         lb: &Layout,
-    ) -> Vec<bool>;
+    ) -> HostBuffer<bool>;
     /// See `Backend::where_`.
     fn where_(
         cond: &[bool],
@@ -106,7 +105,7 @@ pub trait ElementwiseInstances: Element {
         la: &Layout,
         b: &[Self],
         lb: &Layout,
-    ) -> Vec<Self>;
+    ) -> HostBuffer<Self>;
     /// See `Backend::masked_fill_`.
     fn masked_fill_(buf: &mut [Self], dst: &Layout, mask: &[bool], lm: &Layout, value: Self);
 }
@@ -118,9 +117,9 @@ struct MapNew<'a, E, const VEC: bool> {
 }
 
 impl<E: Element, T: Element, const VEC: bool> UnaryLoop<T> for MapNew<'_, E, VEC> {
-    type Output = Vec<E>;
+    type Output = HostBuffer<E>;
     #[inline(always)]
-    fn run(self, f: impl Fn(T) -> T + Sync + Send + Copy) -> Vec<E> {
+    fn run(self, f: impl Fn(T) -> T + Sync + Send + Copy) -> HostBuffer<E> {
         map_new::<E, T, T, E, VEC>(self.src, self.layout, f)
     }
 }
@@ -153,9 +152,9 @@ impl<O: Element, T: Element, U: Element> BinaryLoop<T, U> for ZipNew<'_, O, U>
 where
     O: Kernel<Compute: Element>,
 {
-    type Output = Vec<U>;
+    type Output = HostBuffer<U>;
     #[inline(always)]
-    fn run(self, f: impl Fn(T, T) -> U + Sync + Send + Copy) -> Vec<U> {
+    fn run(self, f: impl Fn(T, T) -> U + Sync + Send + Copy) -> HostBuffer<U> {
         let (la, lb) = (self.la, self.lb);
         match (self.a, self.b) {
             (Operand::Own(a), Operand::Own(b)) => zip_new::<O, O, T, U, U, false>(a, la, b, lb, f),
@@ -181,9 +180,9 @@ struct ZipNewStore<'a, O: Kernel> {
 }
 
 impl<O: Element, T: Element> BinaryLoop<T, T> for ZipNewStore<'_, O> {
-    type Output = Vec<O>;
+    type Output = HostBuffer<O>;
     #[inline(always)]
-    fn run(self, f: impl Fn(T, T) -> T + Sync + Send + Copy) -> Vec<O> {
+    fn run(self, f: impl Fn(T, T) -> T + Sync + Send + Copy) -> HostBuffer<O> {
         let (la, lb) = (self.la, self.lb);
         match (self.a, self.b) {
             (Operand::Own(a), Operand::Own(b)) => zip_new::<O, O, T, T, O, false>(a, la, b, lb, f),
@@ -222,7 +221,7 @@ impl<E: Element, T: Element> BinaryLoop<T, T> for ZipInplace<'_, E> {
 }
 
 /// One monomorphic loop per test (no branch on the test inside the loop).
-fn test_new<E: Element, T: Native>(top: TestOp, src: &[E], layout: &Layout) -> Vec<bool> {
+fn test_new<E: Element, T: Native>(top: TestOp, src: &[E], layout: &Layout) -> HostBuffer<bool> {
     match top {
         TestOp::Nan => map_new::<E, T, bool, bool, false>(src, layout, |x| TestOp::Nan.eval(x)),
         TestOp::Inf => map_new::<E, T, bool, bool, false>(src, layout, |x| TestOp::Inf.eval(x)),
@@ -250,13 +249,13 @@ macro_rules! elementwise_instances {
     };
     ($($kind:ident: $($t:ty => $c:ty),*;)*) => {$($(
         impl ElementwiseInstances for $t {
-            fn unary(uop: UnaryOp, src: &[$t], layout: &Layout) -> Vec<$t> {
+            fn unary(uop: UnaryOp, src: &[$t], layout: &Layout) -> HostBuffer<$t> {
                 elementwise_instances!(@unary $kind, $t, $c, uop, src, layout)
             }
             fn unary_(uop: UnaryOp, buf: &mut [$t], dst: &Layout) {
                 elementwise_instances!(@unary_ $kind, $t, $c, uop, buf, dst)
             }
-            fn test(top: TestOp, src: &[$t], layout: &Layout) -> Vec<bool> {
+            fn test(top: TestOp, src: &[$t], layout: &Layout) -> HostBuffer<bool> {
                 test_new::<$t, $c>(top, src, layout)
             }
             fn binary(
@@ -265,7 +264,7 @@ macro_rules! elementwise_instances {
                 la: &Layout,
                 b: Operand<'_, $t>,
                 lb: &Layout,
-            ) -> Vec<$t> {
+            ) -> HostBuffer<$t> {
                 bop.with::<$c, _>(ZipNewStore { a, la, b, lb })
             }
             fn binary_(bop: BinaryOp, buf: &mut [$t], dst: &Layout, src: Operand<'_, $t>, ls: &Layout) {
@@ -277,7 +276,7 @@ macro_rules! elementwise_instances {
                 la: &Layout,
                 b: Operand<'_, $t>,
                 lb: &Layout,
-            ) -> Vec<bool> {
+            ) -> HostBuffer<bool> {
                 cop.with::<$c, _>(ZipNew::<$t, bool> { a, la, b, lb, _out: PhantomData })
             }
             fn where_(
@@ -287,7 +286,7 @@ macro_rules! elementwise_instances {
                 la: &Layout,
                 b: &[$t],
                 lb: &Layout,
-            ) -> Vec<$t> {
+            ) -> HostBuffer<$t> {
                 select_new(cond, lc, a, la, b, lb)
             }
             fn masked_fill_(buf: &mut [$t], dst: &Layout, mask: &[bool], lm: &Layout, value: $t) {

@@ -6,6 +6,7 @@ pub mod copy;
 pub mod elementwise;
 pub mod elementwise_instances;
 pub mod half_lines;
+pub mod host_buffer;
 pub mod parallel;
 pub mod pointwise;
 pub mod pool;

@@ -23,6 +23,7 @@
 
 use super::convert::{as_type, as_type_mut, as_uninit_type_mut, convert, same_type};
 use super::half_lines;
+use super::host_buffer::HostBuffer;
 use super::parallel::{for_each_chunk_mut, for_each_split, task_count};
 use super::pool::take as take_buffer;
 use super::stream::{Store, map_into, zip_into};
@@ -143,7 +144,7 @@ pub fn build<O: Send, const M: usize>(
     sizes: &[usize],
     inputs: [&Layout; M],
     row: impl Fn(&mut [MaybeUninit<O>], [usize; M], [usize; M]) + Sync,
-) -> Vec<O> {
+) -> HostBuffer<O> {
     build_rows(sizes, inputs, &|chunk, segments| {
         let strides = segments.strides;
         let mut done = 0;
@@ -160,7 +161,7 @@ fn build_rows<O: Send, const M: usize>(
     sizes: &[usize],
     inputs: [&Layout; M],
     chunk: &(dyn Fn(&mut [MaybeUninit<O>], Segments<'_, M>) + Sync),
-) -> Vec<O> {
+) -> HostBuffer<O> {
     debug_assert!(inputs.iter().all(|l| l.sizes() == sizes));
     // The sizes are a valid layout's, so their product fits.
     let n = sizes.iter().product();

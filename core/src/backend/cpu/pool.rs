@@ -8,13 +8,16 @@
 //! are free (a training step's activations and gradients; BENCHMARKS.md, session 12). So
 //! buffers from 64 KiB up are recycled:
 //!
-//! - When a `Storage` whose host buffer is at least [`MIN_POOLED_BYTES`]
-//!   (64 KiB) is dropped, the allocation goes into this pool instead of back to the
-//!   allocator.
+//! - Buffers of at least [`MIN_POOLED_BYTES`] (64 KiB) are allocated aligned to a cache line
+//!   ([`POOLED_ALIGN`], as PyTorch's allocator does; glibc's large blocks start 16 bytes past
+//!   one, which makes every 64-byte load of a streaming kernel straddle two lines). That is
+//!   why the CPU buffer is a [`HostBuffer`], not a `Vec`.
+//! - When a `Storage` whose host buffer is such an allocation is dropped, the allocation goes
+//!   into this pool instead of back to the allocator.
 //! - Kernels that create an output of at least that size first look for a pooled allocation of
-//!   exactly the same byte size and alignment (the element type may differ: an `f32` buffer
-//!   can come back as an `i32` one). Its old contents are never read: kernels write every
-//!   element before the buffer becomes visible.
+//!   exactly the same byte size (the element type may differ: an `f32` buffer can come back as
+//!   an `i32` one). Its old contents are never read: kernels write every element before the
+//!   buffer becomes visible.
 //! - The pool holds at most [`buffer_pool_capacity`] bytes (default 1 GiB, or
 //!   `NAMEDTENSOR_POOL_BYTES`); beyond that the least recently pooled buffers are freed.
 //!   [`set_buffer_pool_capacity`]`(0)` frees everything and turns pooling off;
@@ -38,10 +41,11 @@
 //!   `rand`, every op's result) get such buffers; a `Vec` handed to `from_vec` keeps its own.
 
 use super::env_setting;
+use super::host_buffer::HostBuffer;
 use crate::error::{Error, ErrorKind, Result};
 use std::alloc::Layout as AllocLayout;
 use std::collections::{BTreeMap, VecDeque};
-use std::mem::{ManuallyDrop, align_of, size_of};
+use std::mem::{ManuallyDrop, size_of};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, OnceLock, PoisonError};
@@ -78,8 +82,8 @@ fn idle_cell() -> &'static AtomicU64 {
     })
 }
 
-/// One pooled allocation, as made by the global allocator for `Vec`: `bytes` bytes aligned to
-/// `align`, pooled at `since`.
+/// One pooled allocation, as made by the global allocator for a [`HostBuffer`]: `bytes` bytes
+/// aligned to `align`, pooled at `since`.
 struct Entry {
     ptr: NonNull<u8>,
     bytes: usize,
@@ -93,7 +97,7 @@ unsafe impl Send for Entry {}
 impl Entry {
     fn free(self) {
         // SAFETY: the allocation was made by the global allocator with exactly this layout
-        // (a `Vec` of capacity `bytes / size_of::<E>()` and alignment `align_of::<E>()`).
+        // (a `HostBuffer`'s, given up by `into_raw_allocation`).
         unsafe {
             std::alloc::dealloc(
                 self.ptr.as_ptr(),
@@ -128,22 +132,31 @@ fn pool() -> std::sync::MutexGuard<'static, Pool> {
     POOL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// An empty `Vec` with room for exactly `n` elements: a pooled allocation of the same byte size
-/// and alignment if there is one, else a new one.
-pub fn take<E>(n: usize) -> Vec<E> {
+/// The alignment of every pooled allocation: a cache line (as PyTorch's allocator aligns),
+/// so that a streaming kernel's 64-byte loads and stores never straddle two lines.
+///
+/// ```
+/// assert_eq!(namedtensor::storage::POOLED_ALIGN, 64);
+/// ```
+pub const POOLED_ALIGN: usize = 64;
+
+/// An empty buffer with room for exactly `n` elements: for [`MIN_POOLED_BYTES`] and more, a
+/// pooled allocation of the same byte size if there is one, else a new one, aligned to
+/// [`POOLED_ALIGN`] either way; a smaller one from the allocator at `E`'s alignment.
+pub fn take<E>(n: usize) -> HostBuffer<E> {
     let bytes = n.saturating_mul(size_of::<E>());
     if bytes < MIN_POOLED_BYTES || size_of::<E>() == 0 {
-        return Vec::with_capacity(n);
+        return Vec::with_capacity(n).into();
     }
-    let found = pool().take_newest(bytes, align_of::<E>());
+    let found = pool().take_newest(bytes, POOLED_ALIGN);
     if let Some(e) = found {
         let e = ManuallyDrop::new(e);
         // SAFETY: the allocation came from the global allocator with size `bytes`
-        // (= n * size_of::<E>()) and alignment align_of::<E>(); it is owned by the pool
-        // entry we just removed, and length 0 makes no claim about its contents.
-        return unsafe { Vec::from_raw_parts(e.ptr.as_ptr().cast::<E>(), 0, n) };
+        // (= n * size_of::<E>()) and alignment POOLED_ALIGN (>= align_of::<E>() for every
+        // element type); it is owned by the pool entry we just removed.
+        return unsafe { HostBuffer::from_raw_allocation(e.ptr, n, e.align) };
     }
-    let v: Vec<E> = Vec::with_capacity(n);
+    let v = HostBuffer::<E>::with_capacity_aligned(n, POOLED_ALIGN);
     advise_huge_pages(v.as_ptr().cast::<u8>(), bytes);
     v
 }
@@ -179,11 +192,10 @@ pub fn reserve<E>(op: &'static str, n: usize) -> Result<()> {
     if bytes < MIN_POOLED_BYTES || size == 0 {
         return Ok(());
     }
-    if pool().holds(bytes, align_of::<E>()) {
+    if pool().holds(bytes, POOLED_ALIGN) {
         return Ok(());
     }
-    let mut v: Vec<E> = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| fail())?;
+    let v = HostBuffer::<E>::try_with_capacity_aligned(n, POOLED_ALIGN).ok_or_else(fail)?;
     advise_huge_pages(v.as_ptr().cast::<u8>(), bytes);
     give(v);
     Ok(())
@@ -201,12 +213,12 @@ fn human_bytes(bytes: f64) -> String {
     format!("{v:.1} {}", units[u])
 }
 
-/// Takes ownership of `v`'s allocation: pools it if it is large and fits the capacity,
-/// otherwise frees it.
-pub fn give<E>(v: Vec<E>) {
+/// Takes ownership of `v`'s allocation: pools it if it is large, aligned as [`take`] makes
+/// them, and fits the capacity; otherwise frees it.
+pub fn give<E>(v: HostBuffer<E>) {
     let bytes = v.capacity().saturating_mul(size_of::<E>());
     let cap = capacity_cell().load(Ordering::Relaxed);
-    if bytes < MIN_POOLED_BYTES || bytes > cap || size_of::<E>() == 0 {
+    if bytes < MIN_POOLED_BYTES || bytes > cap || v.alignment() != POOLED_ALIGN {
         return;
     }
     let limit = match memory_available() {
@@ -218,17 +230,15 @@ pub fn give<E>(v: Vec<E>) {
         trim_to(limit);
         return;
     }
-    let mut v = ManuallyDrop::new(v);
-    // Element types are plain values without drop glue; clearing only resets the length.
-    v.clear();
-    let entry = Entry {
-        // SAFETY: a `Vec` with non-zero capacity of a non-zero-sized type has a non-null pointer.
-        ptr: unsafe { NonNull::new_unchecked(v.as_mut_ptr().cast::<u8>()) },
-        bytes,
-        align: align_of::<E>(),
-        since: Instant::now(),
+    let Some((ptr, bytes, align)) = v.into_raw_allocation() else {
+        return;
     };
-    pool().push(entry);
+    pool().push(Entry {
+        ptr,
+        bytes,
+        align,
+        since: Instant::now(),
+    });
     trim_to(limit);
     start_idle_trimmer();
 }
@@ -467,16 +477,17 @@ mod tests {
 
     #[test]
     fn buffers_of_equal_size_and_alignment_are_reused() {
-        let v: Vec<f32> = take(1 << 20);
+        let v: HostBuffer<f32> = take(1 << 20);
         let p = v.as_ptr() as usize;
+        assert_eq!(p % POOLED_ALIGN, 0);
         give(v);
         // Same bytes and alignment, other element type.
-        let w: Vec<i32> = take(1 << 20);
+        let w: HostBuffer<i32> = take(1 << 20);
         assert_eq!(w.capacity(), 1 << 20);
         // Another test may have taken it first; when it did not, the allocation is reused.
         let reused = w.as_ptr() as usize == p;
         give(w);
-        let small: Vec<u8> = take(10);
+        let small: HostBuffer<u8> = take(10);
         assert!(small.capacity() >= 10);
         let _ = reused;
     }
@@ -539,8 +550,14 @@ mod tests {
         let _serial = POLICY.lock().unwrap_or_else(PoisonError::into_inner);
         // Sizes no other test uses.
         let at = MIN_POOLED_BYTES + 7 * 8;
-        give(Vec::<u8>::with_capacity(at));
-        give(Vec::<u8>::with_capacity(MIN_POOLED_BYTES - 8));
+        give(HostBuffer::<u8>::with_capacity_aligned(at, POOLED_ALIGN));
+        give(HostBuffer::<u8>::with_capacity_aligned(
+            MIN_POOLED_BYTES - 8,
+            POOLED_ALIGN,
+        ));
+        // A user's vector keeps its own alignment: freed, not pooled.
+        give(HostBuffer::from(Vec::<u8>::with_capacity(at + 8)));
+        assert!(!holds(at + 8), "a buffer of another alignment was pooled");
         let pooled = holds(at);
         assert!(
             !holds(MIN_POOLED_BYTES - 8),
@@ -550,7 +567,7 @@ mod tests {
             pooled || memory_available().is_some_and(|b| b < 2 * at),
             "not pooled"
         );
-        let v: Vec<u8> = take(at);
+        let v: HostBuffer<u8> = take(at);
         assert_eq!(v.capacity(), at);
         assert!(!holds(at) || !pooled, "take left the entry in the pool");
     }
@@ -573,7 +590,7 @@ mod tests {
         let n = (1 << 20) + 3 * 4096 + 8;
         let before = buffer_pool_idle();
         set_buffer_pool_idle(Duration::from_millis(50));
-        give(Vec::<u8>::with_capacity(n));
+        give(HostBuffer::<u8>::with_capacity_aligned(n, POOLED_ALIGN));
         let pooled = holds(n);
         let deadline = Instant::now() + Duration::from_secs(10);
         while holds(n) && Instant::now() < deadline {
@@ -595,7 +612,7 @@ mod tests {
         }
         let _serial = POLICY.lock().unwrap_or_else(PoisonError::into_inner);
         let n = (1 << 20) + 5 * 4096 + 8;
-        give(Vec::<u8>::with_capacity(n));
+        give(HostBuffer::<u8>::with_capacity_aligned(n, POOLED_ALIGN));
         release_buffer_pool();
         assert!(!holds(n));
         assert!(buffer_pool_capacity() >= (4 << 20));
