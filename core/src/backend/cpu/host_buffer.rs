@@ -239,10 +239,12 @@ impl<E> HostBuffer<E> {
     pub fn into_vec(self) -> Vec<E> {
         let mut me = ManuallyDrop::new(self);
         if me.align == align_of::<E>() {
+            // A zero-sized type allocates nothing; a `Vec`'s capacity is at least its length.
+            let cap = if size_of::<E>() == 0 { me.len } else { me.cap };
             // SAFETY: the allocation was made by the global allocator for `cap` elements at
             // `E`'s alignment, which is how a `Vec<E>` of that capacity allocates (or is
             // dangling with nothing allocated); `me` is not dropped.
-            return unsafe { Vec::from_raw_parts(me.ptr.as_ptr(), me.len, me.cap) };
+            return unsafe { Vec::from_raw_parts(me.ptr.as_ptr(), me.len, cap) };
         }
         let mut v = Vec::with_capacity(me.len);
         // SAFETY: the elements move into `v`'s spare capacity; `me`'s length is set to 0 so
@@ -507,6 +509,9 @@ mod tests {
         let mut z = HostBuffer::<()>::with_capacity_aligned(10, 64);
         z.push(());
         assert_eq!(z.len(), 1);
+        let mut z = HostBuffer::<()>::new();
+        z.extend([(), (), ()]);
+        assert_eq!(z.into_vec().len(), 3);
         assert!(HostBuffer::<f32>::new().into_raw_allocation().is_none());
         assert_eq!(HostBuffer::<f32>::new().into_vec(), Vec::<f32>::new());
     }
