@@ -473,7 +473,10 @@ impl Backend for Cpu {
         _device: Device,
         data: &[E],
     ) -> Result<HostBuffer<E>> {
-        Ok(data.to_vec().into())
+        // A pool buffer, so that a large one is aligned and recycled like every other output.
+        let mut out = super::pool::take(data.len());
+        out.extend_from_slice(data);
+        Ok(out)
     }
 
     fn full<E: Element>(
