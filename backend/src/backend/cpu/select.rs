@@ -220,6 +220,17 @@ pub fn scatter_add<E: Kernel + Element>(
             };
             let (ib, sb) = (at(li), at(ls));
             walk.for_each_row(0..walk.rows(), |[ip, sp, op]| {
+                if is == 0 && os == 1 && ss == 1 {
+                    // One index for the whole row, both rows contiguous: `index_add`'s
+                    // broadcast index (an embedding's weight gradient). A slice add, which
+                    // vectorises, where the general loop reloads the index per element.
+                    let to = op + index[ib + ip] as usize * dim_stride;
+                    let from = sb + sp;
+                    for (d, &x) in slab[to..to + len].iter_mut().zip(&src[from..from + len]) {
+                        *d = add(*d, x);
+                    }
+                    return;
+                }
                 for k in 0..len {
                     let to = op + k * os + index[ib + ip + k * is] as usize * dim_stride;
                     slab[to] = add(slab[to], src[sb + sp + k * ss]);
@@ -316,8 +327,20 @@ fn check_indices(
     shape: &[usize],
 ) -> Result<()> {
     let size = shape[dim];
+    if li.numel() == 0 {
+        return Ok(());
+    }
+    // A broadcast dim (stride 0) repeats the other dims' elements: each is checked once
+    // (`index_add` broadcasts its 1-D index over the source's other dims).
+    let (sizes, strides): (Vec<usize>, Vec<usize>) = li
+        .sizes()
+        .iter()
+        .zip(li.strides())
+        .filter(|&(_, &stride)| stride != 0)
+        .unzip();
+    let distinct = Layout::new(&sizes, &strides, li.offset()).expect("a sub-walk of a valid view");
     let mut bad = None;
-    for_each_block(li, |b| {
+    for_each_block(&distinct, |b| {
         if bad.is_none() {
             let (start, stride) = (b.starts[0], b.strides[0]);
             bad = (0..b.len)
