@@ -129,9 +129,11 @@ unary_ops! {
         .nmul(T::c(0.5))
         .nmul(x.nmul(T::c(std::f64::consts::FRAC_1_SQRT_2)).erf().nadd(T::c(1.0)));
     /// GELU's derivative `Φ(x) + x φ(x)` (normal CDF and density): its gradient in one pass.
+    /// (`erf(x/√2)` and `e^(-x²/2)` from one call: `erf`'s upper range computes that `exp`.)
     GeluGrad "gelu_grad" float |x| {
-        let cdf = x.nmul(T::c(std::f64::consts::FRAC_1_SQRT_2)).erf().nadd(T::c(1.0)).nmul(T::c(0.5));
-        let pdf = x.nmul(x).nmul(T::c(-0.5)).exp().nmul(T::c(0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2));
+        let (erf, gauss) = x.nmul(T::c(std::f64::consts::FRAC_1_SQRT_2)).erf_gauss();
+        let cdf = erf.nadd(T::c(1.0)).nmul(T::c(0.5));
+        let pdf = gauss.nmul(T::c(0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2));
         cdf.nadd(x.nmul(pdf))
     };
     /// `x/2 (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
@@ -392,6 +394,17 @@ mod tests {
                 .abs()
                 < 1e-14
         );
+        // f32 against the f64 definition across both of erf's ranges and past the clamp of
+        // its upper range (|x| > 4√2).
+        let g32 = |x: f32| UnaryOp::GeluGrad.with_float(Apply(x));
+        let mut worst = 0.0f64;
+        for i in 0..=24_000 {
+            let x = -12.0 + i as f32 * 1e-3;
+            worst = worst.max((g32(x) as f64 - f(UnaryOp::GeluGrad, x as f64)).abs());
+        }
+        assert!(worst < 2.5e-7, "gelu_grad f32: absolute error {worst:e}");
+        println!("gelu_grad f32: largest absolute error {worst:e}");
+        assert!(g32(f32::NAN).is_nan());
         assert_eq!(UnaryOp::Neg.with_numeric(Apply(i8::MIN)), Some(i8::MIN));
         assert_eq!(UnaryOp::Exp.with_numeric(Apply(1i32)), None);
         for &u in UnaryOp::ALL {

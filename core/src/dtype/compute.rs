@@ -89,6 +89,8 @@ pub trait NativeFloat: Native {
     fn tanh(self) -> Self;
     /// The error function.
     fn erf(self) -> Self;
+    /// `(erf(x), e^(-x²))`, from one `exp` where the implementation allows (`f32`).
+    fn erf_gauss(self) -> (Self, Self);
     /// Round toward `-inf`.
     fn floor(self) -> Self;
     /// Round toward `+inf`.
@@ -236,7 +238,7 @@ impl Native for bool {
 }
 
 macro_rules! float_native {
-    ($($t:ident : $erf:path, $exp:path, $tanh:path);*) => {$(
+    ($($t:ident : $erf:path, $exp:path, $tanh:path, $erf_gauss:path);*) => {$(
         impl Native for $t {
             const LOWEST: Self = $t::NEG_INFINITY;
             const HIGHEST: Self = $t::INFINITY;
@@ -300,6 +302,8 @@ macro_rules! float_native {
             #[inline(always)]
             fn erf(self) -> Self { $erf(self) }
             #[inline(always)]
+            fn erf_gauss(self) -> (Self, Self) { $erf_gauss(self) }
+            #[inline(always)]
             fn floor(self) -> Self { $t::floor(self) }
             #[inline(always)]
             fn ceil(self) -> Self { $t::ceil(self) }
@@ -315,8 +319,9 @@ macro_rules! float_native {
     )*};
 }
 float_native!(
-    f32: super::erf::erf_f32, super::exp::exp_f32, super::exp::tanh_f32;
-    f64: libm::erf, super::exp::exp_f64, f64::tanh
+    f32: super::erf::erf_f32, super::exp::exp_f32, super::exp::tanh_f32,
+        super::erf::erf_and_gauss_f32;
+    f64: libm::erf, super::exp::exp_f64, f64::tanh, super::erf::erf_and_gauss_f64
 );
 
 macro_rules! kernel {

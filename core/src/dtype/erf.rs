@@ -9,8 +9,8 @@
 //!   of `erf(x)/x - 1` at 400 Chebyshev nodes). Keeping the exact `x` out of the polynomial
 //!   leaves only the correction term (at most 13 % of the result) to rounding.
 //! - `1 ≤ |x|`: `erf(x) = 1 - e^(-x²)·R(1/|x|)`, `R` a degree-8 fit of `erfc(a)·e^(a²)` on
-//!   `[1, 4]`, with `|x|` clamped to 4 (where `erfc` is below a quarter of an ulp of 1, so the
-//!   result is exactly 1). `e^(-x²)` is [`super::exp::exp_f32`].
+//!   `[1, 4]`, with `|x|` clamped to 4 in `R` (where `erfc` is below a quarter of an ulp of 1,
+//!   so the result is exactly 1). `e^(-x²)` is [`super::exp::exp_f32`].
 //!
 //! Both polynomials run in fused multiply-adds, as `exp`'s do (see [`super::exp`] for why, and
 //! why the results are the same on every CPU).
@@ -25,6 +25,15 @@ use super::exp::{exp_f32, horner};
 #[inline(always)]
 #[doc(hidden)]
 pub fn erf_f32(x: f32) -> f32 {
+    erf_and_gauss_f32(x).0
+}
+
+/// `(erf(x), e^(-x²))` for `f32`, the second the `exp` that `erf`'s upper range needs anyway:
+/// GELU's derivative `Φ(x) + x φ(x)` takes both from one call. The first is [`erf_f32`]
+/// bit for bit: on `[1, 4]` the exponent is the clamped one, and above 4 either product is
+/// below a quarter of an ulp of 1.
+#[inline(always)]
+pub(crate) fn erf_and_gauss_f32(x: f32) -> (f32, f32) {
     // erf(a)/a - 1 = Q(a²) on [0, 1].
     const Q: [f32; 7] = [
         0.128_379_17,
@@ -53,7 +62,14 @@ pub fn erf_f32(x: f32) -> f32 {
     // `clamp` keeps NaN, which then runs through to the result.
     let b = a.clamp(1.0, 4.0);
     let t = 1.0 / b;
-    let far = (-exp_f32(-(b * b))).mul_add(horner(t, &R), 1.0);
+    let gauss = exp_f32(-s);
+    let far = (-gauss).mul_add(horner(t, &R), 1.0);
     let y = if a < 1.0 { near } else { far };
-    y.copysign(x)
+    (y.copysign(x), gauss)
+}
+
+/// `(erf(x), e^(-x²))` for `f64` (libm's `erf`; see [`erf_and_gauss_f32`]).
+#[inline(always)]
+pub(crate) fn erf_and_gauss_f64(x: f64) -> (f64, f64) {
+    (libm::erf(x), super::exp::exp_f64(-(x * x)))
 }

@@ -65,7 +65,6 @@ fn unary_grad<E: Element>(
         }
         Sigmoid => Ok(Temp::new(one_minus(y())?).mul(y())?.mul(g)?.done()),
         Recip => mul(g, &un(Neg, &un(Square, y())?)?),
-        // Φ(x) + x φ(x)
         // Φ(x) + x φ(x), one kernel (differentiable: its own formula below)
         Gelu => mul(g, &un(GeluGrad, x())?),
         // d/dx (Φ(x) + x φ(x)) = φ(x) (2 − x²)
