@@ -35,34 +35,14 @@
 //! AVX-512, as every loop of the CPU backend over these functions is, and libm's `fmaf`/`fma`
 //! in baseline x86-64 code), so the results are the same bits on every CPU.
 
+use num_traits::MulAdd;
+
 /// `c[0] + x·(c[1] + x·(c[2] + …))`, by Horner's rule in fused multiply-adds (see the module
 /// documentation); `c` a constant array, so the loop unrolls into straight-line code.
 #[inline(always)]
-pub(crate) fn horner<F: FusedMulAdd>(x: F, c: &[F]) -> F {
+pub(crate) fn horner<F: Copy + MulAdd<Output = F>>(x: F, c: &[F]) -> F {
     let (&last, rest) = c.split_last().expect("a polynomial has a coefficient");
-    rest.iter()
-        .rev()
-        .fold(last, |acc, &k| acc.fused_mul_add(x, k))
-}
-
-/// `f32` and `f64`'s `mul_add`, for [`horner`].
-pub(crate) trait FusedMulAdd: Copy {
-    /// `self · b + c`, rounded once.
-    fn fused_mul_add(self, b: Self, c: Self) -> Self;
-}
-
-impl FusedMulAdd for f32 {
-    #[inline(always)]
-    fn fused_mul_add(self, b: f32, c: f32) -> f32 {
-        self.mul_add(b, c)
-    }
-}
-
-impl FusedMulAdd for f64 {
-    #[inline(always)]
-    fn fused_mul_add(self, b: f64, c: f64) -> f64 {
-        self.mul_add(b, c)
-    }
+    rest.iter().rev().fold(last, |acc, &k| acc.mul_add(x, k))
 }
 
 /// `e^x` for `f32`, branch-free (see the module documentation). Within 1 ulp of the exact

@@ -327,18 +327,9 @@ fn check_indices(
     shape: &[usize],
 ) -> Result<()> {
     let size = shape[dim];
-    if li.numel() == 0 {
-        return Ok(());
-    }
-    // A broadcast dim (stride 0) repeats the other dims' elements: each is checked once
-    // (`index_add` broadcasts its 1-D index over the source's other dims).
-    let (sizes, strides): (Vec<usize>, Vec<usize>) = li
-        .sizes()
-        .iter()
-        .zip(li.strides())
-        .filter(|&(_, &stride)| stride != 0)
-        .unzip();
-    let distinct = Layout::new(&sizes, &strides, li.offset()).expect("a sub-walk of a valid view");
+    // Each distinct element once: `index_add` broadcasts its 1-D index (stride 0) over the
+    // source's other dims.
+    let distinct = li.collapse_broadcast();
     let mut bad = None;
     for_each_block(&distinct, |b| {
         if bad.is_none() {
